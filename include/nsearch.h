@@ -1,0 +1,198 @@
+/* nsearch.h - neighbourhood (contact) search for particle simulations.
+ *
+ * Given n particles with centres p_i and radii r_i, find every contact: each
+ * unordered pair {i, j} with |p_j - p_i| < r_i + r_j, reported once as i < j
+ * with its overlap and unit normal. Several kernels (all pairs, dense grid,
+ * spatial hashes) compute bit-identical results through one API.
+ *
+ * Quick start (one call):
+ *
+ *     ns_particles p = {.n = n, .pos = xyz, .radius = NULL, .radius_uniform = h / 2};
+ *     ns_contact_list contacts;
+ *     ns_contact_list_init(&contacts);
+ *     ns_error err;
+ *     if (ns_find_contacts(ns_kernel_find("hash_parallel"), &p, NULL, &contacts, &err) != NS_OK)
+ *         fprintf(stderr, "%s\n", err.message);
+ *     ... contacts.items[0 .. contacts.count) ...
+ *     ns_contact_list_free(&contacts);
+ *
+ * For repeated searches (one per simulation frame) create an index once, then
+ * build and query it every frame; its memory and the contact list's memory
+ * are reused and grow only when needed.
+ *
+ * Errors: every fallible call returns an ns_status and, when given a non-NULL
+ * ns_error, fills it with the status, the first offending particle (if any)
+ * and a one-line message. The library never prints, exits or aborts.
+ *
+ * Thread safety: the kernel and workload tables are immutable. Different
+ * indexes and contact lists may be used concurrently from different threads;
+ * one index or one contact list must not be used by two threads at once.
+ * Particle arrays are only read and may be shared. ns_set_allocator() must be
+ * called before any other call and never concurrently with one. Parallel
+ * kernels start OpenMP parallel regions; called from inside an active
+ * parallel region they follow OpenMP's nesting rules (by default, one thread).
+ */
+#ifndef NSEARCH_H
+#define NSEARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NS_VERSION_MAJOR 0
+#define NS_VERSION_MINOR 1
+#define NS_VERSION_PATCH 0
+#define NS_VERSION_STRING "0.1.0"
+
+/* Particle indices are uint32_t: at most NS_MAX_PARTICLES particles. */
+#define NS_MAX_PARTICLES ((size_t)UINT32_MAX)
+
+/* Cell coordinates floor(x / cell) beyond +-2^62 are refused (NS_ERR_TOO_LARGE). */
+#define NS_MAX_CELL_COORD 4611686018427387904.0 /* 2^62 */
+
+/* Default cap on grid_dense's cell storage. */
+#define NS_DEFAULT_GRID_MAX_BYTES ((size_t)1 << 30)
+
+typedef enum ns_status {
+    NS_OK = 0,
+    NS_ERR_INVALID_ARGUMENT,  /* a NULL pointer, unknown name, bad setting */
+    NS_ERR_INVALID_INPUT,     /* non-finite coordinate or radius, negative radius */
+    NS_ERR_OUT_OF_MEMORY,     /* an allocation failed; nothing leaked */
+    NS_ERR_TOO_LARGE,         /* too many particles, cell coordinates beyond 2^62,
+                                 or a dense grid over its memory cap */
+    NS_ERR_TOO_MANY_CONTACTS  /* more contacts than config.max_contacts */
+} ns_status;
+
+/* A short stable name for a status, e.g. "too large". Never NULL. */
+const char *ns_status_str(ns_status status);
+
+/* Filled by fallible calls when non-NULL. */
+typedef struct ns_error {
+    ns_status status;
+    size_t particle; /* first offending particle, or NS_NO_PARTICLE */
+    char message[256];
+} ns_error;
+#define NS_NO_PARTICLE SIZE_MAX
+
+/* Input: n particles, positions interleaved (pos[3*i+0..2] = x, y, z of
+ * particle i), radii per particle or one radius for all (radius == NULL). */
+typedef struct ns_particles {
+    size_t n;
+    const float *pos;
+    const float *radius;
+    float radius_uniform;
+} ns_particles;
+
+/* Checks n <= NS_MAX_PARTICLES, finite coordinates, finite non-negative
+ * radii. Names the first bad particle in err. Every build validates too, so
+ * calling this is only needed to check input once, untimed, or early. */
+ns_status ns_particles_validate(const ns_particles *particles, ns_error *err);
+
+/* One contact, i < j: overlap = (r_i + r_j) - |p_j - p_i| and the unit normal
+ * (p_j - p_i) / |p_j - p_i|, or (0, 0, 0) when the centres coincide. */
+typedef struct ns_contact {
+    uint32_t i, j;
+    float overlap;
+    float nx, ny, nz;
+} ns_contact;
+
+/* A growable contact list the caller owns and reuses across searches. After
+ * a failed search count is 0; the memory is kept. */
+typedef struct ns_contact_list {
+    ns_contact *items;
+    size_t count;
+    size_t capacity;
+} ns_contact_list;
+
+void ns_contact_list_init(ns_contact_list *list);
+void ns_contact_list_free(ns_contact_list *list);
+/* Ensures capacity >= capacity_wanted. */
+ns_status ns_contact_list_reserve(ns_contact_list *list, size_t capacity_wanted, ns_error *err);
+/* Sorts into (i, j) order; the kernels return contacts in any order. */
+void ns_contact_list_sort(ns_contact_list *list);
+
+/* Settings. Zero-initialise, or start from ns_config_default(). */
+typedef struct ns_config {
+    int threads;           /* parallel kernels: 0 = OpenMP's default */
+    size_t table_size;     /* hash kernels: buckets, 0 = a default from n (2n) */
+    size_t grid_max_bytes; /* grid_dense cell storage cap, 0 = NS_DEFAULT_GRID_MAX_BYTES */
+    size_t max_contacts;   /* 0 = no limit beyond NS_MAX_CONTACTS */
+} ns_config;
+
+/* The largest contact count any search returns (about 48 GiB of contacts). */
+#define NS_MAX_CONTACTS ((size_t)1 << 31)
+
+ns_config ns_config_default(void);
+
+/* The kernel table. */
+typedef struct ns_kernel_ops ns_kernel_ops; /* private */
+typedef struct ns_kernel {
+    const char *name;        /* also the file kernels/<name>.c and the benchmark name */
+    const char *description; /* one line */
+    bool parallel;           /* uses config.threads */
+    bool uses_table_size;    /* reads config.table_size */
+    const ns_kernel_ops *ops;
+} ns_kernel;
+
+size_t ns_kernel_count(void);
+const ns_kernel *ns_kernel_at(size_t k);         /* NULL when k >= count */
+const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown */
+
+/* An index: a kernel's search structure, rebuilt for every particle set. */
+typedef struct ns_index ns_index;
+
+/* Creates an empty index for a kernel; config NULL = defaults (copied). */
+ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_index **out,
+                          ns_error *err);
+void ns_index_destroy(ns_index *index);
+/* Builds the index over particles (validating them). The particle arrays are
+ * borrowed: they must stay unchanged until the last query of this build. */
+ns_status ns_index_build(ns_index *index, const ns_particles *particles, ns_error *err);
+/* Replaces contacts' content with every contact of the last build. */
+ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *err);
+
+/* What the last build made. */
+typedef struct ns_index_info {
+    size_t bytes;            /* memory of the index's own structures (not the contacts) */
+    size_t table_size;       /* buckets, for hash kernels; else 0 */
+    size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
+    size_t cells;            /* grid cells, for grid kernels; else 0 */
+    double cell_size;        /* the cell edge used, 0 when no cells */
+} ns_index_info;
+void ns_index_get_info(const ns_index *index, ns_index_info *info);
+
+/* Validate, build, query, destroy: the whole search in one call. */
+ns_status ns_find_contacts(const ns_kernel *kernel, const ns_particles *particles,
+                           const ns_config *config, ns_contact_list *contacts, ns_error *err);
+
+/* Workload generators, deterministic from (n, seed). The caller provides
+ * pos (3n floats) and radius (n floats). */
+typedef struct ns_workload {
+    const char *name;
+    const char *description;
+    void (*generate)(size_t n, uint64_t seed, float *pos, float *radius);
+} ns_workload;
+
+size_t ns_workload_count(void);
+const ns_workload *ns_workload_at(size_t k);
+const ns_workload *ns_workload_find(const char *name);
+
+/* Allocation hooks, for embedding and for tests. NULL restores the C library.
+ * Must be called before any other call and never concurrently with one. */
+typedef struct ns_allocator {
+    void *(*malloc_fn)(size_t size, void *ctx);
+    void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
+    void (*free_fn)(void *ptr, void *ctx);
+    void *ctx;
+} ns_allocator;
+void ns_set_allocator(const ns_allocator *allocator);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NSEARCH_H */

@@ -1,0 +1,83 @@
+/* hash_serial - a spatial hash: cells of unbounded space hashed into a table.
+ *
+ * Cells as in grid_dense, but each cell's integer coordinates are hashed
+ * into one of table_size buckets, so memory is O(n + table_size) however far
+ * apart the particles are. Built by a counting sort of the particles by
+ * bucket; the query visits the distinct buckets of the 27 cells around each
+ * particle and tests every particle in them with a larger index. A bucket
+ * may hold particles of unrelated cells: they cost a distance test, never a
+ * wrong contact. O(n) time for a table of O(n) buckets. One thread. */
+#include "internal.h"
+
+typedef struct state {
+    ns__u32s start;     /* table_size + 1 entry points */
+    ns__u32s entries;   /* n particle indices, by bucket */
+    ns__u32s bucket_of; /* n buckets */
+    size_t table_size;
+} state;
+
+static void destroy(void *p)
+{
+    state *s = p;
+    ns__u32s_free(&s->start);
+    ns__u32s_free(&s->entries);
+    ns__u32s_free(&s->bucket_of);
+    ns__free(s);
+}
+
+static ns_status build(void **p, const ns__input *in, ns_error *err)
+{
+    state *s = *p;
+    if (!s) {
+        s = ns__malloc(sizeof *s);
+        if (!s)
+            return ns__fail_oom(err, "hash_serial state");
+        *s = (state){0};
+        *p = s;
+    }
+    s->table_size = in->table_size;
+    if (!ns__u32s_reserve(&s->start, in->table_size + 1) ||
+        !ns__u32s_reserve(&s->entries, in->n) || !ns__u32s_reserve(&s->bucket_of, in->n))
+        return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
+                        "out of memory allocating a hash table of %zu buckets", in->table_size);
+
+    /* bucket of every particle */
+    for (size_t i = 0; i < in->n; i++)
+        s->bucket_of.a[i] = ns__particle_bucket(in, i);
+    /* particles sorted by bucket */
+    ns__counting_sort(s->bucket_of.a, in->n, s->table_size, s->start.a, s->entries.a);
+    return NS_OK;
+}
+
+static ns_status query(void *p, const ns__input *in, ns_contact_list *out, ns_error *err)
+{
+    const state *s = p;
+    const uint32_t *start = s->start.a, *entries = s->entries.a;
+    uint32_t buckets[27];
+    ns_contact c;
+    for (uint32_t i = 0; i < in->n; i++) {
+        int m = ns__neighbour_buckets(in, i, buckets);
+        for (int k = 0; k < m; k++)
+            for (uint32_t e = start[buckets[k]]; e < start[buckets[k] + 1]; e++) {
+                uint32_t j = entries[e];
+                if (j > i && ns__contact(in, i, j, &c)) {
+                    ns_status st = ns__list_push(out, &c, in->max_contacts, err);
+                    if (st != NS_OK)
+                        return st;
+                }
+            }
+    }
+    return NS_OK;
+}
+
+static void info(const void *p, ns_index_info *info)
+{
+    const state *s = p;
+    info->bytes += sizeof *s + (s->start.capacity + s->entries.capacity + s->bucket_of.capacity) *
+                                   sizeof(uint32_t);
+    info->table_size = s->table_size;
+    for (size_t b = 0; b < s->table_size; b++)
+        info->nonempty_buckets += s->start.a[b + 1] > s->start.a[b];
+}
+
+const ns_kernel_ops ns__hash_serial_ops = {build, query, info, destroy};

@@ -1,0 +1,239 @@
+/* core.c - statuses and errors, allocation hooks, input validation,
+ * configuration and the contact list. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Statuses and errors */
+
+const char *ns_status_str(ns_status status)
+{
+    switch (status) {
+    case NS_OK: return "ok";
+    case NS_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case NS_ERR_INVALID_INPUT: return "invalid input";
+    case NS_ERR_OUT_OF_MEMORY: return "out of memory";
+    case NS_ERR_TOO_LARGE: return "too large";
+    case NS_ERR_TOO_MANY_CONTACTS: return "too many contacts";
+    }
+    return "unknown status";
+}
+
+ns_status ns__fail(ns_error *err, ns_status status, size_t particle, const char *fmt, ...)
+{
+    if (err) {
+        err->status = status;
+        err->particle = particle;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+ns_status ns__fail_oom(ns_error *err, const char *what)
+{
+    return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE, "out of memory allocating %s",
+                    what);
+}
+
+void ns__ok(ns_error *err)
+{
+    if (err) {
+        err->status = NS_OK;
+        err->particle = NS_NO_PARTICLE;
+        err->message[0] = '\0';
+    }
+}
+
+/* Allocation hooks */
+
+static void *libc_malloc(size_t size, void *ctx)
+{
+    (void)ctx;
+    return malloc(size);
+}
+static void *libc_realloc(void *ptr, size_t size, void *ctx)
+{
+    (void)ctx;
+    return realloc(ptr, size);
+}
+static void libc_free(void *ptr, void *ctx)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static ns_allocator allocator = {libc_malloc, libc_realloc, libc_free, NULL};
+
+void ns_set_allocator(const ns_allocator *a)
+{
+    if (a && a->malloc_fn && a->realloc_fn && a->free_fn)
+        allocator = *a;
+    else
+        allocator = (ns_allocator){libc_malloc, libc_realloc, libc_free, NULL};
+}
+
+void *ns__malloc(size_t size)
+{
+    return allocator.malloc_fn(size ? size : 1, allocator.ctx);
+}
+
+void *ns__realloc(void *ptr, size_t size)
+{
+    return allocator.realloc_fn(ptr, size ? size : 1, allocator.ctx);
+}
+
+void ns__free(void *ptr)
+{
+    if (ptr)
+        allocator.free_fn(ptr, allocator.ctx);
+}
+
+void *ns__malloc_array(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    return ns__malloc(n * size);
+}
+
+bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
+{
+    if (wanted <= v->capacity)
+        return true;
+    uint32_t *a = ns__malloc_array(wanted, sizeof(uint32_t));
+    if (!a)
+        return false;
+    ns__free(v->a);
+    v->a = a;
+    v->capacity = wanted;
+    return true;
+}
+
+void ns__u32s_free(ns__u32s *v)
+{
+    ns__free(v->a);
+    v->a = NULL;
+    v->capacity = 0;
+}
+
+/* Validation */
+
+ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
+{
+    if (!p)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "particles is NULL");
+    if (p->n > NS_MAX_PARTICLES)
+        return ns__fail(err, NS_ERR_TOO_LARGE, NS_MAX_PARTICLES,
+                        "%zu particles is more than the %zu a uint32_t index can number", p->n,
+                        NS_MAX_PARTICLES);
+    if (p->n > 0 && !p->pos)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "positions are NULL");
+    if (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f))
+        return ns__fail(err, NS_ERR_INVALID_INPUT, p->n ? 0 : NS_NO_PARTICLE,
+                        "uniform radius %g is %s", (double)p->radius_uniform,
+                        isfinite(p->radius_uniform) ? "negative" : "not finite");
+    static const char axis[3] = {'x', 'y', 'z'};
+    for (size_t i = 0; i < p->n; i++) {
+        for (int k = 0; k < 3; k++) {
+            float v = p->pos[3 * i + (size_t)k];
+            if (!isfinite(v))
+                return ns__fail(err, NS_ERR_INVALID_INPUT, i,
+                                "particle %zu: coordinate %c = %g is not finite", i, axis[k],
+                                (double)v);
+        }
+        if (p->radius) {
+            float r = p->radius[i];
+            if (!isfinite(r))
+                return ns__fail(err, NS_ERR_INVALID_INPUT, i,
+                                "particle %zu: radius %g is not finite", i, (double)r);
+            if (r < 0.0f)
+                return ns__fail(err, NS_ERR_INVALID_INPUT, i,
+                                "particle %zu: radius %g is negative", i, (double)r);
+        }
+    }
+    ns__ok(err);
+    return NS_OK;
+}
+
+/* Configuration */
+
+ns_config ns_config_default(void)
+{
+    ns_config c = {0, 0, NS_DEFAULT_GRID_MAX_BYTES, 0};
+    return c;
+}
+
+/* Contact list */
+
+void ns_contact_list_init(ns_contact_list *list)
+{
+    list->items = NULL;
+    list->count = 0;
+    list->capacity = 0;
+}
+
+void ns_contact_list_free(ns_contact_list *list)
+{
+    ns__free(list->items);
+    ns_contact_list_init(list);
+}
+
+ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error *err)
+{
+    if (!list)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "contact list is NULL");
+    if (wanted <= list->capacity)
+        return NS_OK;
+    if (wanted > SIZE_MAX / sizeof(ns_contact))
+        return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE,
+                        "%zu contacts do not fit in memory", wanted);
+    ns_contact *items = ns__realloc(list->items, wanted * sizeof(ns_contact));
+    if (!items)
+        return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
+                        "out of memory growing the contact list to %zu contacts (%zu bytes)",
+                        wanted, wanted * sizeof(ns_contact));
+    list->items = items;
+    list->capacity = wanted;
+    return NS_OK;
+}
+
+static int compare_contacts(const void *a, const void *b)
+{
+    const ns_contact *x = a, *y = b;
+    if (x->i != y->i)
+        return x->i < y->i ? -1 : 1;
+    if (x->j != y->j)
+        return x->j < y->j ? -1 : 1;
+    return 0;
+}
+
+void ns_contact_list_sort(ns_contact_list *list)
+{
+    if (list && list->count > 1)
+        qsort(list->items, list->count, sizeof(ns_contact), compare_contacts);
+}
+
+ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts)
+{
+    return ns__fail(err, NS_ERR_TOO_MANY_CONTACTS, NS_NO_PARTICLE,
+                    "more than %zu contacts (the max_contacts limit)", max_contacts);
+}
+
+ns_status ns__list_push(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
+                        ns_error *err)
+{
+    if (list->count >= max_contacts)
+        return ns__too_many_contacts(err, max_contacts);
+    if (list->count == list->capacity) {
+        size_t want = list->capacity < 512 ? 1024 : 2 * list->capacity;
+        ns_status s = ns_contact_list_reserve(list, want < max_contacts ? want : max_contacts, err);
+        if (s != NS_OK)
+            return s;
+    }
+    list->items[list->count++] = *c;
+    return NS_OK;
+}

@@ -1,0 +1,220 @@
+/* index.c - the kernel-independent part of every search: settings, the
+ * frame (largest radius, cell size, bounds, range check) and the
+ * create/build/query life cycle. */
+#include "internal.h"
+
+#include <omp.h>
+#include <string.h>
+
+struct ns_index {
+    const ns_kernel *kernel;
+    ns_config config;
+    ns__input in;
+    void *state;   /* the kernel's, kept across builds */
+    bool built;    /* the last build succeeded */
+    bool trivial;  /* no contact is possible: fewer than 2 particles or all radii 0 */
+};
+
+/* Bounds, largest radius and a cheap validity check in one pass over the
+ * particles. Returns false when some value is not finite or a radius is
+ * negative; ns_particles_validate() then says which. */
+static bool scan_particles(ns__input *in)
+{
+    const float *pos = in->pos, *rad = in->radius;
+    float lo0 = INFINITY, lo1 = INFINITY, lo2 = INFINITY;
+    float hi0 = -INFINITY, hi1 = -INFINITY, hi2 = -INFINITY;
+    float maxr = rad ? 0.0f : in->radius_uniform;
+    int bad = 0;
+    long long n = (long long)in->n;
+#pragma omp parallel for num_threads(in->threads) schedule(static) if (n > 65536) \
+    reduction(min : lo0, lo1, lo2) reduction(max : hi0, hi1, hi2, maxr) reduction(| : bad)
+    for (long long i = 0; i < n; i++) {
+        float x = pos[3 * i], y = pos[3 * i + 1], z = pos[3 * i + 2];
+        bad |= !isfinite(x) | !isfinite(y) | !isfinite(z);
+        lo0 = x < lo0 ? x : lo0;
+        lo1 = y < lo1 ? y : lo1;
+        lo2 = z < lo2 ? z : lo2;
+        hi0 = x > hi0 ? x : hi0;
+        hi1 = y > hi1 ? y : hi1;
+        hi2 = z > hi2 ? z : hi2;
+        if (rad) {
+            float r = rad[i];
+            bad |= !(r >= 0.0f && r <= 3.4028234664e38f);
+            maxr = r > maxr ? r : maxr;
+        }
+    }
+    ns__frame *f = &in->frame;
+    f->lo[0] = lo0, f->lo[1] = lo1, f->lo[2] = lo2;
+    f->hi[0] = hi0, f->hi[1] = hi1, f->hi[2] = hi2;
+    f->max_radius = maxr;
+    return !bad;
+}
+
+/* Twice as many buckets as particles keeps collisions rare. */
+static size_t default_table_size(size_t n)
+{
+    if (n == 0)
+        return 1;
+    return n < UINT32_MAX / 2 ? 2 * n : UINT32_MAX;
+}
+
+static bool cell_in_range(double c)
+{
+    return fabs(c) <= NS_MAX_CELL_COORD;
+}
+
+/* The cell edge is the largest interaction distance 2 * max_radius, widened
+ * by a relative 2^-20: a contact accepted by the float predicate has
+ * |x_j - x_i| < 2 * max_radius exactly (rounding is monotone), and the
+ * widening absorbs the rounding of floor(x / cell) in double, so touching
+ * particles are never more than one cell apart. */
+static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
+{
+    ns__frame *f = &in->frame;
+    f->cell = 2.0 * (double)f->max_radius * (1.0 + 0x1p-20);
+    f->inv_cell = 1.0 / f->cell;
+    for (int k = 0; k < 3; k++) {
+        double clo = floor((double)f->lo[k] * f->inv_cell);
+        double chi = floor((double)f->hi[k] * f->inv_cell);
+        if (cell_in_range(clo) && cell_in_range(chi)) {
+            f->cell_lo[k] = (int64_t)clo;
+            f->cell_hi[k] = (int64_t)chi;
+            continue;
+        }
+        size_t bad = 0;
+        while (bad < p->n && cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * f->inv_cell)))
+            bad++;
+        return ns__fail(err, NS_ERR_TOO_LARGE, bad,
+                        "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
+                        "origin",
+                        bad, "xyz"[k], (double)p->pos[3 * bad + (size_t)k], f->cell);
+    }
+    return NS_OK;
+}
+
+ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_index **out,
+                          ns_error *err)
+{
+    if (!out)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "index pointer is NULL");
+    *out = NULL;
+    if (!kernel || !kernel->ops)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "kernel is NULL");
+    ns_config c = config ? *config : ns_config_default();
+    if (c.threads < 0)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "threads = %d is negative", c.threads);
+    if (c.table_size > UINT32_MAX)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "table_size = %zu is more than the %u buckets a uint32_t numbers",
+                        c.table_size, UINT32_MAX);
+    if (c.grid_max_bytes == 0)
+        c.grid_max_bytes = NS_DEFAULT_GRID_MAX_BYTES;
+    ns_index *index = ns__malloc(sizeof *index);
+    if (!index)
+        return ns__fail_oom(err, "the index");
+    memset(index, 0, sizeof *index);
+    index->kernel = kernel;
+    index->config = c;
+    *out = index;
+    ns__ok(err);
+    return NS_OK;
+}
+
+void ns_index_destroy(ns_index *index)
+{
+    if (!index)
+        return;
+    if (index->state)
+        index->kernel->ops->destroy(index->state);
+    ns__free(index);
+}
+
+ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
+{
+    if (!index)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "index is NULL");
+    index->built = false;
+    if (!p)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "particles is NULL");
+    if (p->n > NS_MAX_PARTICLES || (p->n > 0 && !p->pos))
+        return ns_particles_validate(p, err);
+
+    const ns_config *c = &index->config;
+    ns__input *in = &index->in;
+    memset(in, 0, sizeof *in);
+    in->n = p->n;
+    in->pos = p->pos;
+    in->radius = p->radius;
+    in->radius_uniform = p->radius_uniform;
+    in->threads = index->kernel->parallel ? (c->threads > 0 ? c->threads : omp_get_max_threads()) : 1;
+    in->table_size = c->table_size > 0 ? c->table_size : default_table_size(p->n);
+    in->grid_max_bytes = c->grid_max_bytes;
+    in->max_contacts =
+        c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS ? c->max_contacts : NS_MAX_CONTACTS;
+
+    if (!scan_particles(in) ||
+        (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f)))
+        return ns_particles_validate(p, err);
+    index->trivial = p->n < 2 || in->frame.max_radius == 0.0f;
+    if (!index->trivial) {
+        ns_status s = set_cells(in, p, err);
+        if (s == NS_OK)
+            s = index->kernel->ops->build(&index->state, in, err);
+        if (s != NS_OK)
+            return s;
+    }
+    index->built = true;
+    ns__ok(err);
+    return NS_OK;
+}
+
+ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *err)
+{
+    if (!index || !contacts)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "%s is NULL", index ? "contact list" : "index");
+    contacts->count = 0;
+    if (!index->built)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "query of an index without a successful build");
+    if (!index->trivial) {
+        ns_status s = index->kernel->ops->query(index->state, &index->in, contacts, err);
+        if (s != NS_OK) {
+            contacts->count = 0;
+            return s;
+        }
+    }
+    ns__ok(err);
+    return NS_OK;
+}
+
+void ns_index_get_info(const ns_index *index, ns_index_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!index)
+        return;
+    info->bytes = sizeof *index;
+    if (index->built && !index->trivial) {
+        info->cell_size = index->in.frame.cell;
+        if (index->state)
+            index->kernel->ops->info(index->state, info);
+    }
+}
+
+ns_status ns_find_contacts(const ns_kernel *kernel, const ns_particles *particles,
+                           const ns_config *config, ns_contact_list *contacts, ns_error *err)
+{
+    if (!contacts)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "contact list is NULL");
+    contacts->count = 0;
+    ns_index *index;
+    ns_status s = ns_index_create(kernel, config, &index, err);
+    if (s != NS_OK)
+        return s;
+    s = ns_index_build(index, particles, err);
+    if (s == NS_OK)
+        s = ns_index_query(index, contacts, err);
+    ns_index_destroy(index);
+    return s;
+}

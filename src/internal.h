@@ -1,0 +1,197 @@
+/* internal.h - private helpers shared by the library and the kernels (ns__ prefix). */
+#ifndef NS_INTERNAL_H
+#define NS_INTERNAL_H
+
+#include "nsearch.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+/* Allocation, through the hooks of ns_set_allocator(). */
+void *ns__malloc(size_t size);
+void *ns__realloc(void *ptr, size_t size);
+void ns__free(void *ptr);
+/* n * size with overflow check; NULL on overflow or failure. */
+void *ns__malloc_array(size_t n, size_t size);
+
+/* An index array that grows only when needed, so rebuilds reuse memory. */
+typedef struct ns__u32s {
+    uint32_t *a;
+    size_t capacity;
+} ns__u32s;
+/* Ensures capacity >= wanted (old content is not kept); false when out of memory. */
+bool ns__u32s_reserve(ns__u32s *v, size_t wanted);
+void ns__u32s_free(ns__u32s *v);
+
+/* Fills err (when non-NULL) and returns status. */
+ns_status ns__fail(ns_error *err, ns_status status, size_t particle, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+ns_status ns__fail_oom(ns_error *err, const char *what);
+/* Marks err (when non-NULL) as NS_OK with an empty message. */
+void ns__ok(ns_error *err);
+
+/* The frame every kernel searches in, computed once per build for all
+ * kernels alike so that refusals are identical: the largest radius, the cell
+ * edge, the bounding box and the range of cell coordinates. */
+typedef struct ns__frame {
+    float max_radius;
+    double cell;     /* 2 * max_radius, widened by 2^-20 (see core.c) */
+    double inv_cell; /* 1 / cell */
+    float lo[3], hi[3];
+    int64_t cell_lo[3], cell_hi[3]; /* floor(lo * inv_cell), floor(hi * inv_cell) */
+} ns__frame;
+
+/* What a kernel's build and query see. */
+typedef struct ns__input {
+    size_t n;
+    const float *pos;
+    const float *radius; /* NULL: radius_uniform for all */
+    float radius_uniform;
+    ns__frame frame;
+    int threads;         /* resolved: >= 1 */
+    size_t table_size;   /* resolved: >= 1 */
+    size_t grid_max_bytes;
+    size_t max_contacts; /* resolved: >= 1 */
+} ns__input;
+
+/* A kernel's functions. state is the kernel's own, kept across builds so
+ * memory is reused; build may be called again on a non-NULL state. */
+struct ns_kernel_ops {
+    ns_status (*build)(void **state, const ns__input *in, ns_error *err);
+    ns_status (*query)(void *state, const ns__input *in, ns_contact_list *out, ns_error *err);
+    void (*info)(const void *state, ns_index_info *info);
+    void (*destroy)(void *state);
+};
+
+static inline float ns__radius(const ns__input *in, size_t i)
+{
+    return in->radius ? in->radius[i] : in->radius_uniform;
+}
+
+/* The one contact predicate (DESIGN.md "Numerics"), for i < j. Returns true
+ * and fills c when particles i and j touch. Every kernel calls this, so every
+ * kernel returns bit-identical contacts. */
+static inline bool ns__contact(const ns__input *in, uint32_t i, uint32_t j, ns_contact *c)
+{
+    const float *pi = in->pos + 3 * (size_t)i, *pj = in->pos + 3 * (size_t)j;
+    float dx = pj[0] - pi[0];
+    float dy = pj[1] - pi[1];
+    float dz = pj[2] - pi[2];
+    float d2 = dx * dx + dy * dy + dz * dz;
+    float s = ns__radius(in, i) + ns__radius(in, j);
+    if (!(d2 < s * s))
+        return false;
+    float d = sqrtf(d2);
+    c->i = i;
+    c->j = j;
+    c->overlap = s - d;
+    if (d2 == 0.0f) {
+        c->nx = c->ny = c->nz = 0.0f;
+    } else {
+        /* + 0.0f turns a negative zero into +0 and changes nothing else. */
+        c->nx = dx / d + 0.0f;
+        c->ny = dy / d + 0.0f;
+        c->nz = dz / d + 0.0f;
+    }
+    return true;
+}
+
+/* Integer cell coordinate of x; the frame's range check makes it exact. */
+static inline int64_t ns__cell_coord(const ns__frame *f, float x)
+{
+    return (int64_t)floor((double)x * f->inv_cell);
+}
+
+/* Hash of an integer cell into [0, table_size): products with large 64-bit
+ * primes in unsigned arithmetic (wrap-around is defined, negative cells
+ * included), folded so the high bits reach the low ones. */
+static inline uint32_t ns__hash_cell(int64_t cx, int64_t cy, int64_t cz, size_t table_size)
+{
+    uint64_t h = (uint64_t)cx * UINT64_C(0x9E3779B185EBCA87) ^
+                 (uint64_t)cy * UINT64_C(0xC2B2AE3D27D4EB4F) ^
+                 (uint64_t)cz * UINT64_C(0x165667B19E3779F9);
+    h ^= h >> 32;
+    return (uint32_t)(h % table_size);
+}
+
+static inline uint32_t ns__particle_bucket(const ns__input *in, size_t i)
+{
+    const float *p = in->pos + 3 * i;
+    return ns__hash_cell(ns__cell_coord(&in->frame, p[0]), ns__cell_coord(&in->frame, p[1]),
+                         ns__cell_coord(&in->frame, p[2]), in->table_size);
+}
+
+/* The distinct buckets of the 27 cells around particle i's cell. Two cells
+ * may share a bucket: visiting each bucket once (and testing every particle
+ * in it by distance) neither loses nor duplicates a contact. */
+static inline int ns__neighbour_buckets(const ns__input *in, size_t i, uint32_t out[27])
+{
+    const float *p = in->pos + 3 * i;
+    int64_t cx = ns__cell_coord(&in->frame, p[0]);
+    int64_t cy = ns__cell_coord(&in->frame, p[1]);
+    int64_t cz = ns__cell_coord(&in->frame, p[2]);
+    int m = 0;
+    for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++)
+            for (int dx = -1; dx <= 1; dx++) {
+                uint32_t b = ns__hash_cell(cx + dx, cy + dy, cz + dz, in->table_size);
+                int k = 0;
+                while (k < m && out[k] != b)
+                    k++;
+                if (k == m)
+                    out[m++] = b;
+            }
+    return m;
+}
+
+/* Appends to a contact list, growing it; checks max_contacts. */
+ns_status ns__list_push(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
+                        ns_error *err);
+ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts);
+
+/* Per-thread contact buffers for parallel kernels, kept in a kernel's state
+ * and reused across queries. Thread t pushes into bufs[t] only; the first
+ * failure (out of memory, over max_contacts) raises a shared flag so every
+ * thread can stop early; ns__tbufs_merge() then reports it, or concatenates
+ * the buffers into the caller's list. */
+typedef struct ns__tbuf {
+    ns_contact *items;
+    size_t count, capacity;
+    ns_status status;
+    char pad[64]; /* keep neighbouring threads' counters off one cache line */
+} ns__tbuf;
+
+typedef struct ns__tbufs {
+    ns__tbuf *bufs;
+    int count;
+    atomic_int failed;
+} ns__tbufs;
+
+ns_status ns__tbufs_init(ns__tbufs *t, int threads, ns_error *err);
+void ns__tbufs_free(ns__tbufs *t);
+void ns__tbufs_reset(ns__tbufs *t);
+size_t ns__tbufs_bytes(const ns__tbufs *t);
+/* Appends c to thread's buffer; false (and the flag raised) on failure. */
+bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts);
+/* Has any thread failed? For early exits inside parallel loops. */
+bool ns__tbufs_failed(ns__tbufs *t);
+/* Replaces list's content with every buffer's contacts. */
+ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contacts,
+                          ns_error *err);
+
+/* Counting sort of particles 0..n by key[i] < nkeys: afterwards bucket k
+ * holds entries[start[k] .. start[k+1]), in increasing particle order, and
+ * start[nkeys] == n. start has nkeys + 1 entries. */
+void ns__counting_sort(const uint32_t *key, size_t n, size_t nkeys, uint32_t *start,
+                       uint32_t *entries);
+
+/* Exclusive prefix sum of a[0..n) in place; returns the total. */
+size_t ns__exclusive_scan_u32(uint32_t *a, size_t n);
+/* The same with a blocked two-pass scan over threads. */
+size_t ns__parallel_exclusive_scan_u32(uint32_t *a, size_t n, int threads);
+
+#endif /* NS_INTERNAL_H */

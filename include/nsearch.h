@@ -161,7 +161,7 @@ typedef struct ns_index_info {
     size_t table_size;       /* buckets, for hash kernels; else 0 */
     size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
     size_t cells;            /* grid cells, for grid kernels; else 0 */
-    double cell_size;        /* the cell edge used, 0 when no cells */
+    double cell_size;        /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
 } ns_index_info;
 void ns_index_get_info(const ns_index *index, ns_index_info *info);
 

@@ -196,9 +196,10 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info)
         return;
     info->bytes = sizeof *index;
     if (index->built && !index->trivial) {
-        info->cell_size = index->in.frame.cell;
         if (index->state)
             index->kernel->ops->info(index->state, info);
+        if (info->cells || info->table_size)
+            info->cell_size = index->in.frame.cell;
     }
 }
 

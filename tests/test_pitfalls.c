@@ -1,0 +1,1116 @@
+/* test_pitfalls.c - DESIGN.md's pitfalls, each over every kernel in the table.
+ *
+ * usage: test_pitfalls NAME      (no argument: list the names)
+ *
+ * Each case builds a layout whose contact count is known by construction
+ * (checked against the test's own O(n^2) predicate, tl_reference) or, where a
+ * construction is impractical, taken from that reference; every kernel must
+ * return exactly that count, the same pairs and overlaps as the reference,
+ * a list bit-identical to naive's, and contacts with the documented
+ * properties. */
+#include "testlib.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <math.h>
+
+#define ANY_COUNT SIZE_MAX /* expect_all: take the count from tl_reference, require > 0 */
+
+enum {
+    ALLOW_DENSE_TOO_LARGE = 1, /* a dense-grid kernel may refuse with NS_ERR_TOO_LARGE */
+    SKIP_INDEX_PATH = 2
+};
+
+static int contains_nocase(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *s; s++) {
+        size_t k = 0;
+        while (k < n && s[k] && tolower((unsigned char)s[k]) == tolower((unsigned char)needle[k]))
+            k++;
+        if (k == n)
+            return 1;
+    }
+    return 0;
+}
+
+/* Appends an L x L x L lattice with the given origin and spacing (computed in
+ * double, then rounded once to float). */
+static void add_lattice(tl_set *s, size_t L, double ox, double oy, double oz, double spacing,
+                        float r)
+{
+    tl_set l;
+    tl_set_init(&l, L * L * L);
+    size_t i = 0;
+    for (size_t a = 0; a < L; a++)
+        for (size_t b = 0; b < L; b++)
+            for (size_t c = 0; c < L; c++)
+                tl_set_put(&l, i++, (float)(ox + (double)a * spacing),
+                           (float)(oy + (double)b * spacing), (float)(oz + (double)c * spacing), r);
+    tl_set_append(s, &l);
+    tl_set_free(&l);
+}
+
+/* Axis-neighbour contacts of an L^3 lattice whose spacing is below the
+ * interaction distance and whose face diagonal is above it. */
+static size_t lattice_axis_contacts(size_t L)
+{
+    return 3 * L * L * (L - 1);
+}
+
+static void add_particle(tl_set *s, float x, float y, float z, float r)
+{
+    tl_set one;
+    tl_set_init(&one, 1);
+    tl_set_put(&one, 0, x, y, z, r);
+    tl_set_append(s, &one);
+    tl_set_free(&one);
+}
+
+/* Runs every kernel (find and index paths) on p and checks the result.
+ * Returns the number of dense-grid refusals (with ALLOW_DENSE_TOO_LARGE). */
+static int expect_all(const char *what, const ns_particles *p, const ns_config *cfg,
+                      size_t expected, int flags)
+{
+    ns_contact_list own, ref, got;
+    ns_contact_list_init(&own);
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    int refused = 0;
+
+    check_set_context("%s: the test's own O(n^2) reference", what);
+    tl_reference(p, &own);
+    if (expected == ANY_COUNT) {
+        expected = own.count;
+        if (p->n >= 2)
+            CHECK_MSG(expected > 0, "layout has no contacts: the case is vacuous");
+    } else {
+        CHECK_EQ_U(own.count, expected); /* the construction is what we think it is */
+    }
+
+    ns_error err;
+    check_set_context("%s: naive", what);
+    ns_status st = tl_find(tl_kernel("naive"), p, cfg, &ref, &err);
+    CHECK_STATUS(st, NS_OK, &err);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        for (int path = 0; path < 2; path++) {
+            if (path == 1 && (flags & SKIP_INDEX_PATH))
+                continue;
+            char ctx[300];
+            snprintf(ctx, sizeof ctx, "%s: kernel %s via %s", what, K->name,
+                     path ? "index" : "ns_find_contacts");
+            check_set_context("%s", ctx);
+            st = path ? tl_find_index(K, p, cfg, &got, &err) : tl_find(K, p, cfg, &got, &err);
+            if (st == NS_ERR_TOO_LARGE && (flags & ALLOW_DENSE_TOO_LARGE) && tl_is_dense(K)) {
+                CHECK_MSG(contains_nocase(err.message, "byte"),
+                          "refusal message should say how many bytes: \"%s\"", err.message);
+                refused++;
+                continue;
+            }
+            CHECK_STATUS(st, NS_OK, &err);
+            if (st != NS_OK)
+                continue;
+            CHECK_EQ_U(got.count, expected);
+            tl_check_contacts(p, &got, ctx);
+            tl_compare_reference(&own, &got, ctx);
+            tl_lists_equal(&ref, &got, ctx);
+        }
+    }
+    printf("%-60s n=%zu contacts=%zu%s\n", what, p->n, expected,
+           refused ? " (the dense grid refused: too large)" : "");
+    ns_contact_list_free(&own);
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    return refused;
+}
+
+static int expect_set(const char *what, const tl_set *s, const ns_config *cfg, size_t expected,
+                      int flags)
+{
+    ns_particles p = tl_particles(s);
+    return expect_all(what, &p, cfg, expected, flags);
+}
+
+/* ---- the cases ---- */
+
+static void t_negative_coords(void)
+{
+    /* spacing 0.99 < 2r = 1: axis neighbours touch, face diagonals (1.40) do not */
+    const size_t LA = 10, LB = 6, LC = 5;
+    tl_set a, b, c, all;
+    tl_set_init(&a, 0);
+    tl_set_init(&b, 0);
+    tl_set_init(&c, 0);
+    add_lattice(&a, LA, -5.37, -5.37, -5.37, 0.99, 0.5f); /* straddles 0 on every axis */
+    add_lattice(&b, LB, -20.5, -20.5, -20.5, 0.99, 0.5f); /* all negative */
+    add_lattice(&c, LC, 7.3, -2.0, 40.1, 0.99, 0.5f);     /* straddles 0 in y only */
+    expect_set("lattice straddling 0", &a, NULL, lattice_axis_contacts(LA), 0);
+    expect_set("lattice in the negative octant", &b, NULL, lattice_axis_contacts(LB), 0);
+    tl_set_init(&all, 0);
+    tl_set_append(&all, &a);
+    tl_set_append(&all, &b);
+    tl_set_append(&all, &c);
+    expect_set("three lattices around 0", &all, NULL,
+               lattice_axis_contacts(LA) + lattice_axis_contacts(LB) + lattice_axis_contacts(LC),
+               0);
+
+    /* a random cloud in [-15, 15)^3 */
+    tl_set cloud;
+    tl_set_init(&cloud, 3000);
+    uint64_t rng = 42;
+    for (size_t i = 0; i < cloud.n; i++)
+        tl_set_put(&cloud, i, tl_rng_float(&rng, -15, 15), tl_rng_float(&rng, -15, 15),
+                   tl_rng_float(&rng, -15, 15), 0.5f);
+    expect_set("random cloud in [-15, 15)^3", &cloud, NULL, ANY_COUNT, 0);
+    tl_set_free(&a);
+    tl_set_free(&b);
+    tl_set_free(&c);
+    tl_set_free(&all);
+    tl_set_free(&cloud);
+}
+
+static void t_coords_1e6(void)
+{
+    /* integer coordinates near +-1e6 are exact in float (ulp 0.0625);
+     * spacing 1 < 2r = 1.1 < sqrt(2) */
+    const size_t L = 8;
+    tl_set a, b, all;
+    tl_set_init(&a, 0);
+    tl_set_init(&b, 0);
+    add_lattice(&a, L, 1e6, -1e6, 1e6, 1.0, 0.55f);
+    add_lattice(&b, L, -1e6, -1e6, -1e6 - 7.0, 1.0, 0.55f);
+    expect_set("lattice at (1e6, -1e6, 1e6)", &a, NULL, lattice_axis_contacts(L), 0);
+    expect_set("lattice at (-1e6, -1e6, -1e6)", &b, NULL, lattice_axis_contacts(L), 0);
+    tl_set_init(&all, 0);
+    tl_set_append(&all, &a);
+    tl_set_append(&all, &b);
+    /* the bounding box is 2e6 wide: a dense grid may refuse for memory */
+    expect_set("both lattices (+-1e6)", &all, NULL, 2 * lattice_axis_contacts(L),
+               ALLOW_DENSE_TOO_LARGE);
+    tl_set_free(&a);
+    tl_set_free(&b);
+    tl_set_free(&all);
+}
+
+static void t_coords_1e12(void)
+{
+    /* float spacing at 1e12 is 65536; a lattice of step 3 * 65536 = 196608 is
+     * exact there. Radii 1e5: 2r = 2e5 > 196608, face diagonal 278042 > 2e5. */
+    const double B = (double)1e12f; /* 999999995904 = 15258789 * 65536 */
+    const double step = 196608.0;
+    const size_t L = 6;
+    tl_set c1, c2, c3, all;
+    tl_set_init(&c1, 0);
+    tl_set_init(&c2, 0);
+    tl_set_init(&c3, 0);
+    add_lattice(&c1, L, B, B, B, step, 1e5f);
+    add_lattice(&c2, L, -B, -B, -B, step, 1e5f);
+    add_lattice(&c3, L, B, -B, B, step, 1e5f);
+    for (size_t i = 0; i < 3 * c1.n; i++) /* the construction is exact */
+        REQUIRE(fmod(fabs((double)c1.pos[i] - B), step) == 0.0);
+    expect_set("cluster at (+1e12, +1e12, +1e12)", &c1, NULL, lattice_axis_contacts(L), 0);
+    expect_set("cluster at (-1e12, -1e12, -1e12)", &c2, NULL, lattice_axis_contacts(L), 0);
+    expect_set("cluster at (+1e12, -1e12, +1e12)", &c3, NULL, lattice_axis_contacts(L), 0);
+    tl_set_init(&all, 0);
+    tl_set_append(&all, &c1);
+    tl_set_append(&all, &c2);
+    tl_set_append(&all, &c3);
+    expect_set("three clusters 2e12 apart", &all, NULL, 3 * lattice_axis_contacts(L),
+               ALLOW_DENSE_TOO_LARGE);
+    tl_set_free(&c1);
+    tl_set_free(&c2);
+    tl_set_free(&c3);
+    tl_set_free(&all);
+}
+
+static void t_cell_coords_64bit(void)
+{
+    /* radius 1e-3: cell 2e-3, so 1e15 is cell ~5e17: beyond 32 bits, within 2^62.
+     * Distinct floats near 1e15 are >= 64 apart, so only coincident particles
+     * touch there. */
+    tl_set g1, g2, g3, g4, all;
+    tl_set_init(&g1, 3);
+    tl_set_init(&g2, 2);
+    tl_set_init(&g3, 1);
+    tl_set_init(&g4, 2);
+    for (size_t i = 0; i < 3; i++)
+        tl_set_put(&g1, i, 1e15f, 1e15f, 1e15f, 1e-3f); /* 3 contacts */
+    for (size_t i = 0; i < 2; i++)
+        tl_set_put(&g2, i, -1e15f, 5e14f, -3e14f, 1e-3f); /* 1 contact */
+    tl_set_put(&g3, 0, 1e15f, -1e15f, 0.0f, 1e-3f);       /* alone */
+    tl_set_put(&g4, 0, 0.0f, 0.0f, 0.0f, 1e-3f);          /* 1 contact near 0 */
+    tl_set_put(&g4, 1, 0.001f, 0.0f, 0.0f, 1e-3f);
+    expect_set("3 coincident at (1e15, 1e15, 1e15), r=1e-3", &g1, NULL, 3, 0);
+    expect_set("2 coincident at (-1e15, 5e14, -3e14), r=1e-3", &g2, NULL, 1, 0);
+    tl_set_init(&all, 0);
+    tl_set_append(&all, &g1);
+    tl_set_append(&all, &g2);
+    tl_set_append(&all, &g3);
+    tl_set_append(&all, &g4);
+    expect_set("groups 2e15 apart (cells ~5e17)", &all, NULL, 5, ALLOW_DENSE_TOO_LARGE);
+    tl_set_free(&g1);
+    tl_set_free(&g2);
+    tl_set_free(&g3);
+    tl_set_free(&g4);
+    tl_set_free(&all);
+}
+
+static void expect_too_large_everywhere(const char *what, const ns_particles *p)
+{
+    ns_error err;
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    check_set_context("%s: ns_particles_validate", what);
+    /* validation is about finiteness and n; 1e30 is a finite float */
+    CHECK_STATUS(ns_particles_validate(p, &err), NS_OK, &err);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("%s: kernel %s", what, K->name);
+        got.count = 0;
+        ns_status st = tl_find(K, p, NULL, &got, &err);
+        CHECK_STATUS(st, NS_ERR_TOO_LARGE, &err);
+        st = tl_find_index(K, p, NULL, &got, &err);
+        CHECK_STATUS(st, NS_ERR_TOO_LARGE, &err);
+    }
+    printf("%-60s refused by all %zu kernels\n", what, ns_kernel_count());
+    ns_contact_list_free(&got);
+}
+
+static void t_cell_coords_too_large(void)
+{
+    tl_set s;
+    ns_particles p;
+
+    tl_set_init(&s, 2);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 1e-3f);
+    tl_set_put(&s, 1, 1e30f, 0.0f, 0.0f, 1e-3f);
+    p = tl_particles(&s);
+    expect_too_large_everywhere("x = 1e30, r = 1e-3", &p);
+    tl_set_put(&s, 1, 0.0f, -1e30f, 0.0f, 1e-3f);
+    expect_too_large_everywhere("y = -1e30, r = 1e-3", &p);
+    tl_set_put(&s, 1, 5.0f, 5.0f, 1e30f, 1e-3f);
+    expect_too_large_everywhere("z = 1e30, r = 1e-3", &p);
+    /* both particles coincident far away: contacts would exist, still refused */
+    tl_set_put(&s, 0, -1e30f, 1e30f, -1e30f, 1e-3f);
+    tl_set_put(&s, 1, -1e30f, 1e30f, -1e30f, 1e-3f);
+    expect_too_large_everywhere("coincident pair at (-1e30, 1e30, -1e30)", &p);
+    /* uniform radius */
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.0f);
+    tl_set_put(&s, 1, 1e30f, 1e30f, 1e30f, 0.0f);
+    p.radius = NULL;
+    p.radius_uniform = 1e-3f;
+    expect_too_large_everywhere("1e30 with radius_uniform = 1e-3", &p);
+    /* 1e20 / (2 * 1) = 5e19 > 2^62 = 4.6e18 */
+    p.radius_uniform = 1.0f;
+    tl_set_put(&s, 1, 1e20f, 0.0f, 0.0f, 0.0f);
+    expect_too_large_everywhere("x = 1e20 with radius 1 (cell 5e19 > 2^62)", &p);
+    tl_set_free(&s);
+}
+
+static void add_chain(tl_set *s)
+{
+    /* r = 0.5, cell 1: z = -0.9, -0.3 in cell (0,0,-1); 0.3 in (0,0,0);
+     * 1.2, 1.8 in (0,0,1). Consecutive gaps 0.6, 0.6, 0.9, 0.6 < 1: 4 contacts;
+     * gaps of two steps (1.2, 1.5, 1.5) are not contacts. */
+    const float z[] = {-0.9f, -0.3f, 0.3f, 1.2f, 1.8f};
+    for (size_t i = 0; i < 5; i++)
+        add_particle(s, 0.5f, 0.5f, z[i], 0.5f);
+}
+
+static void t_hash_table_sizes(void)
+{
+    const size_t sizes[] = {1, 2, 3, 7, 13, 64, 0};
+    tl_set chain, all;
+    tl_set_init(&chain, 0);
+    add_chain(&chain);
+    tl_set_init(&all, 0);
+    add_chain(&all);
+    add_lattice(&all, 5, -1.8, -1.8, -1.8, 0.9, 0.5f); /* fills the 27 cells around 0 */
+    add_lattice(&all, 4, 30.2, -40.7, 3.3, 0.9, 0.5f);
+    /* the chain (x = y = 0.5) lies inside the first lattice's cube: the
+     * combined count comes from the test's reference (ANY_COUNT) */
+    tl_set clusters;
+    tl_generate(tl_workload("clusters"), 2000, 5, &clusters);
+
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        ns_config cfg = ns_config_default();
+        cfg.table_size = sizes[t];
+        char what[160];
+        snprintf(what, sizeof what, "chain through cells (0,0,-1)..(0,0,1), table_size=%zu",
+                 sizes[t]);
+        expect_set(what, &chain, &cfg, 4, 0);
+        snprintf(what, sizeof what, "chain + lattices around 0, table_size=%zu", sizes[t]);
+        expect_set(what, &all, &cfg, ANY_COUNT, 0);
+        if (sizes[t] == 1 || sizes[t] == 2 || sizes[t] == 7) {
+            snprintf(what, sizeof what, "clusters n=2000, table_size=%zu", sizes[t]);
+            expect_set(what, &clusters, &cfg, ANY_COUNT, SKIP_INDEX_PATH);
+        }
+    }
+    /* the index reports the table size it was given */
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        if (!K->uses_table_size)
+            continue;
+        const size_t info_sizes[] = {1, 7, 97};
+        for (size_t t = 0; t < 3; t++) {
+            ns_config cfg = ns_config_default();
+            cfg.table_size = info_sizes[t];
+            check_set_context("index info of %s with table_size=%zu", K->name, cfg.table_size);
+            ns_index *index = NULL;
+            ns_error err;
+            ns_particles p = tl_particles(&all);
+            REQUIRE(ns_index_create(K, &cfg, &index, &err) == NS_OK);
+            CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+            ns_index_info info;
+            memset(&info, 0xAB, sizeof info);
+            ns_index_get_info(index, &info);
+            CHECK_EQ_U(info.table_size, cfg.table_size);
+            CHECK_CMP_U(info.nonempty_buckets, <=, cfg.table_size);
+            CHECK_CMP_U(info.nonempty_buckets, >=, 1);
+            ns_index_destroy(index);
+        }
+    }
+    tl_set_free(&chain);
+    tl_set_free(&all);
+    tl_set_free(&clusters);
+}
+
+static void t_one_cell(void)
+{
+    /* 300 particles in a cube of side 0.55 inside cell (2,2,2) (r = 0.5, cell 1):
+     * the diameter sqrt(3) * 0.55 = 0.953 < 1, so every pair is a contact */
+    tl_set s;
+    tl_set_init(&s, 300);
+    uint64_t rng = 7;
+    for (size_t i = 0; i < s.n; i++)
+        tl_set_put(&s, i, tl_rng_float(&rng, 2.22f, 2.77f), tl_rng_float(&rng, 2.22f, 2.77f),
+                   tl_rng_float(&rng, 2.22f, 2.77f), 0.5f);
+    expect_set("300 in one cell, all pairs in contact", &s, NULL, 300 * 299 / 2, 0);
+    tl_set_free(&s);
+
+    /* 1000 particles filling cell (0,0,0) */
+    tl_set_init(&s, 1000);
+    for (size_t i = 0; i < s.n; i++)
+        tl_set_put(&s, i, tl_rng_float(&rng, 0.01f, 0.99f), tl_rng_float(&rng, 0.01f, 0.99f),
+                   tl_rng_float(&rng, 0.01f, 0.99f), 0.5f);
+    expect_set("1000 in cell (0,0,0)", &s, NULL, ANY_COUNT, 0);
+    /* the same with the uniform radius */
+    ns_particles p = tl_particles(&s);
+    p.radius = NULL;
+    p.radius_uniform = 0.5f;
+    expect_all("1000 in cell (0,0,0), radius_uniform", &p, NULL, ANY_COUNT, 0);
+    tl_set_free(&s);
+}
+
+static void check_all_coincident(const ns_particles *p, float overlap)
+{
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_error err;
+        check_set_context("500 coincident: kernel %s (radius %s)", K->name,
+                          p->radius ? "per particle" : "uniform");
+        ns_status st = tl_find(K, p, NULL, &got, &err);
+        CHECK_STATUS(st, NS_OK, &err);
+        CHECK_EQ_U(got.count, 124750);
+        size_t bad = 0;
+        for (size_t c = 0; c < got.count; c++) {
+            const ns_contact *t = &got.items[c];
+            if (tl_bits(t->nx) != 0 || tl_bits(t->ny) != 0 || tl_bits(t->nz) != 0 ||
+                tl_bits(t->overlap) != tl_bits(overlap) || !(t->i < t->j)) {
+                if (bad++ == 0) {
+                    CHECK_MSG(0, "contact %zu: want normal +0,+0,+0 and overlap %.9g", c,
+                              (double)overlap);
+                    tl_print_contact("got", t);
+                }
+            }
+        }
+        tl_check_contacts(p, &got, check_context);
+    }
+    ns_contact_list_free(&got);
+}
+
+static void t_coincident_500(void)
+{
+    tl_set s;
+    tl_set_init(&s, 500);
+    for (size_t i = 0; i < s.n; i++)
+        tl_set_put(&s, i, 1.25f, -3.5f, 7.0f, 0.125f);
+    ns_particles p = tl_particles(&s);
+    check_all_coincident(&p, 0.25f);
+    p.radius = NULL;
+    p.radius_uniform = 0.125f;
+    check_all_coincident(&p, 0.25f);
+    expect_set("500 coincident (full comparison)", &s, NULL, 124750, SKIP_INDEX_PATH);
+    tl_set_free(&s);
+}
+
+static void t_signed_zero(void)
+{
+    /* dx = x_j - x_i is -0 when x_j = -0 and x_i = +0; the normal must store +0 */
+    tl_set s;
+    tl_set_init(&s, 2);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 1, -0.0f, -0.0f, -0.0f, 0.5f);
+    expect_set("+0 and -0 coincident", &s, NULL, 1, 0);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 1, -0.0f, -0.0f, 0.5f, 0.5f);
+    expect_set("normal (-0, -0, 1) must be stored as (+0, +0, 1)", &s, NULL, 1, 0);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 1, 0.5f, -0.0f, -0.0f, 0.5f);
+    expect_set("normal (1, -0, -0) must be stored as (1, +0, +0)", &s, NULL, 1, 0);
+    tl_set_put(&s, 0, -0.0f, 0.0f, -0.0f, 0.5f);
+    tl_set_put(&s, 1, 0.0f, -0.75f, 0.0f, 0.5f);
+    expect_set("i at (-0, 0, -0), j at (0, -0.75, 0)", &s, NULL, 1, 0);
+
+    /* explicit bits for the second layout, for every kernel */
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 1, -0.0f, -0.0f, 0.5f, 0.5f);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        ns_error err;
+        check_set_context("signed zero normal bits: kernel %s", ns_kernel_at(k)->name);
+        CHECK_STATUS(tl_find(ns_kernel_at(k), &p, NULL, &got, &err), NS_OK, &err);
+        REQUIRE(got.count == 1);
+        CHECK_EQ_F32_BITS(got.items[0].nx, 0.0f);
+        CHECK_EQ_F32_BITS(got.items[0].ny, 0.0f);
+        CHECK_EQ_F32_BITS(got.items[0].nz, 1.0f);
+        CHECK_EQ_F32_BITS(got.items[0].overlap, 0.5f);
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+static void t_zero_radii(void)
+{
+    /* all radii zero: no contact, even for coincident centres (0 < 0 is false) */
+    tl_set z;
+    tl_set_init(&z, 200);
+    uint64_t rng = 3;
+    for (size_t i = 0; i < z.n; i++)
+        tl_set_put(&z, i, tl_rng_float(&rng, -2, 2), tl_rng_float(&rng, -2, 2),
+                   i < 20 ? 1.0f : tl_rng_float(&rng, -2, 2), 0.0f);
+    for (size_t i = 100; i < 110; i++) /* coincident zero-radius particles */
+        tl_set_put(&z, i, 0.5f, 0.5f, 0.5f, 0.0f);
+    expect_set("all radii zero (per particle)", &z, NULL, 0, 0);
+    ns_particles p = tl_particles(&z);
+    p.radius = NULL;
+    p.radius_uniform = 0.0f;
+    expect_all("all radii zero (radius_uniform = 0)", &p, NULL, 0, 0);
+
+    /* mixed: A (r = 1) at 0; B, C (r = 0) coincident at 0.5: A-B, A-C, not B-C;
+     * D (r = 0) at exactly 1: touching A, no contact; E (r = 0) at 0.999: A-E.
+     * F, G (r = 0.25) 0.4 apart far away: 1 contact. Plus zero-radius dust. */
+    tl_set m;
+    tl_set_init(&m, 7);
+    tl_set_put(&m, 0, 0.0f, 0.0f, 0.0f, 1.0f);
+    tl_set_put(&m, 1, 0.5f, 0.0f, 0.0f, 0.0f);
+    tl_set_put(&m, 2, 0.5f, 0.0f, 0.0f, 0.0f);
+    tl_set_put(&m, 3, 1.0f, 0.0f, 0.0f, 0.0f);
+    tl_set_put(&m, 4, 0.0f, 0.999f, 0.0f, 0.0f);
+    tl_set_put(&m, 5, 10.0f, 10.0f, 10.0f, 0.25f);
+    tl_set_put(&m, 6, 10.0f, 10.4f, 10.0f, 0.25f);
+    tl_set dust;
+    tl_set_init(&dust, 300);
+    for (size_t i = 0; i < dust.n; i++)
+        tl_set_put(&dust, i, tl_rng_float(&rng, -20, -5), tl_rng_float(&rng, -20, -5),
+                   tl_rng_float(&rng, -20, -5), 0.0f);
+    tl_set_append(&m, &dust);
+    expect_set("zero radii mixed with non-zero", &m, NULL, 4, 0);
+
+    /* one big particle among zero-radius lattice points */
+    tl_set big;
+    tl_set_init(&big, 0);
+    add_lattice(&big, 9, -4.0, -4.0, -4.0, 1.0, 0.0f);
+    add_particle(&big, 0.3f, -0.2f, 0.1f, 2.0f);
+    expect_set("r=2 among a zero-radius lattice", &big, NULL, ANY_COUNT, 0);
+    tl_set_free(&z);
+    tl_set_free(&m);
+    tl_set_free(&dust);
+    tl_set_free(&big);
+}
+
+static void t_radii_100_to_1(void)
+{
+    /* big r = 5, small r = 0.05 (cell 10 from the largest radius) */
+    tl_set s;
+    tl_set_init(&s, 0);
+    add_particle(&s, 0.0f, 0.0f, 0.0f, 5.0f);
+    const float a = 5.04f; /* < 5.05: contact */
+    for (int ax = 0; ax < 3; ax++)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            float v[3] = {0.0f, 0.0f, 0.0f};
+            v[ax] = (float)sg * a;
+            add_particle(&s, v[0], v[1], v[2], 0.05f);
+        }
+    const float d = (float)(5.07 / sqrt(3.0)); /* |v| = 5.07 > 5.05: no contact */
+    for (int sx = -1; sx <= 1; sx += 2)
+        for (int sy = -1; sy <= 1; sy += 2)
+            for (int sz = -1; sz <= 1; sz += 2)
+                add_particle(&s, (float)sx * d, (float)sy * d, (float)sz * d, 0.05f);
+    add_lattice(&s, 5, 20.0, 20.0, 20.0, 0.09, 0.05f); /* 0.09 < 0.1 < 0.127 */
+    add_particle(&s, 0.0f, 0.0f, -30.0f, 5.0f);        /* two bigs 9.5 apart */
+    add_particle(&s, 0.0f, 0.0f, -20.5f, 5.0f);
+    expect_set("radii 100:1 by construction", &s, NULL, 6 + lattice_axis_contacts(5) + 1, 0);
+    tl_set_free(&s);
+
+    /* random: 10 big (r = 2) among 2000 small (r = 0.02) */
+    tl_set r;
+    tl_set_init(&r, 2010);
+    uint64_t rng = 99;
+    for (size_t i = 0; i < r.n; i++)
+        tl_set_put(&r, i, tl_rng_float(&rng, -5, 5), tl_rng_float(&rng, -5, 5),
+                   tl_rng_float(&rng, -5, 5), i % 201 == 0 ? 2.0f : 0.02f);
+    expect_set("radii 100:1 random", &r, NULL, ANY_COUNT, 0);
+    tl_set_free(&r);
+}
+
+static void t_exactly_touching(void)
+{
+    tl_set s;
+    tl_set_init(&s, 12);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f); /* |d| = 1 = 0.5 + 0.5: no contact */
+    tl_set_put(&s, 1, 1.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 2, 200.0f, 0.0f, 0.0f, 0.5f); /* 0.999 apart: contact */
+    tl_set_put(&s, 3, 200.999f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 4, 300.0f, 0.0f, 0.0f, 2.5f); /* (3, 4, 0): d2 = 25 = 5^2: none */
+    tl_set_put(&s, 5, 303.0f, 4.0f, 0.0f, 2.5f);
+    tl_set_put(&s, 6, -400.0f, 0.0f, -7.0f, 0.25f); /* 0.25 + 0.75 = 1 apart: none */
+    tl_set_put(&s, 7, -400.0f, 0.0f, -6.0f, 0.75f);
+    tl_set_put(&s, 8, 500.0f, 0.0f, 0.0f, 2.5f); /* (3, 4, 0), 2.5 + 2.51: contact */
+    tl_set_put(&s, 9, 503.0f, 4.0f, 0.0f, 2.51f);
+    tl_set_put(&s, 10, -600.0f, -1.0f, -1.0f, 0.5f); /* negative, touching: none */
+    tl_set_put(&s, 11, -600.0f, -1.0f, 0.0f, 0.5f);
+    expect_set("touching pairs and near-touching pairs", &s, NULL, 2, 0);
+    tl_set_free(&s);
+
+    /* a lattice of spacing exactly 1 with r = 0.5: every neighbour touches, none
+     * is a contact (and neighbours sit exactly on cell boundaries) */
+    const size_t L = 8;
+    tl_set lat;
+    tl_set_init(&lat, 0);
+    add_lattice(&lat, L, -4.0, -4.0, -4.0, 1.0, 0.5f);
+    expect_set("touching lattice, spacing 1, r = 0.5", &lat, NULL, 0, 0);
+    /* one interior particle with r = 0.5 + 2^-23: r_i + r_j = 1 + 2^-23 exactly,
+     * its square rounds to 1 + 2^-22 > 1: contacts with its 6 axis neighbours */
+    size_t centre = (3 * L + 3) * L + 3; /* (a, b, c) = (3, 3, 3) */
+    lat.radius[centre] = 0.5f + 0x1p-23f;
+    expect_set("touching lattice with one radius 0.5 + 2^-23", &lat, NULL, 6, 0);
+    tl_set_free(&lat);
+}
+
+static void t_extreme_values(void)
+{
+    /* r = 1e30: (r_i + r_j)^2 overflows to +inf, so every pair is a contact */
+    tl_set s;
+    tl_set_init(&s, 50);
+    uint64_t rng = 17;
+    for (size_t i = 0; i < s.n; i++)
+        tl_set_put(&s, i, tl_rng_float(&rng, -1e3f, 1e3f), tl_rng_float(&rng, -1e3f, 1e3f),
+                   tl_rng_float(&rng, -1e3f, 1e3f), 1e30f);
+    expect_set("r = 1e30: every pair (the square overflows to inf)", &s, NULL, 50 * 49 / 2, 0);
+    tl_set_free(&s);
+
+    /* centres 1e-30 apart: d2 = 1e-60 underflows to 0, so the centres count as
+     * coincident (normal (0, 0, 0), overlap r_i + r_j) */
+    tl_set_init(&s, 4);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 1.0f);
+    tl_set_put(&s, 1, 1e-30f, 0.0f, 0.0f, 1.0f);
+    tl_set_put(&s, 2, 5.0f, 5.0f, 5.0f, 1.0f);
+    tl_set_put(&s, 3, 5.0f, 5.0f, 5.0f + 4.76837158e-07f, 1.0f); /* one ulp at 5 */
+    expect_set("centres 1e-30 apart (d2 underflows) and one ulp apart", &s, NULL, 2, 0);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        ns_error err;
+        check_set_context("d2 underflow: kernel %s", ns_kernel_at(k)->name);
+        CHECK_STATUS(tl_find(ns_kernel_at(k), &p, NULL, &got, &err), NS_OK, &err);
+        REQUIRE(got.count == 2);
+        CHECK_EQ_F32_BITS(got.items[0].nx, 0.0f);
+        CHECK_EQ_F32_BITS(got.items[0].overlap, 2.0f);
+        CHECK_EQ_F32_BITS(got.items[1].nz, 1.0f);
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+
+    /* tiny radii near 0: cell 2e-30; radii whose square underflows give no
+     * contact even for coincident centres (the predicate is d2 < (r_i+r_j)^2) */
+    tl_set_init(&s, 6);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 1e-30f);
+    tl_set_put(&s, 1, 0.0f, 0.0f, 0.0f, 1e-30f); /* (2e-30)^2 = 0 in float */
+    tl_set_put(&s, 2, 1e-29f, 0.0f, 0.0f, 1e-30f);
+    tl_set_put(&s, 3, -1e-29f, 3e-29f, 0.0f, 1e-30f);
+    tl_set_put(&s, 4, 1e-28f, 1e-28f, 1e-28f, 1e-30f); /* ~50 cells from 0 */
+    tl_set_put(&s, 5, 1e-28f, 1e-28f, 1e-28f, 1e-30f);
+    expect_set("radii 1e-30 (their square underflows): no contacts", &s, NULL, 0, 0);
+    tl_set_free(&s);
+}
+
+static void t_n_0_and_1(void)
+{
+    tl_set s;
+    tl_set_init(&s, 0);
+    expect_set("n = 0", &s, NULL, 0, 0);
+    ns_particles p = tl_particles(&s);
+    p.radius = NULL;
+    p.radius_uniform = 1.0f;
+    expect_all("n = 0, radius_uniform", &p, NULL, 0, 0);
+    tl_set_free(&s);
+
+    tl_set_init(&s, 1);
+    tl_set_put(&s, 0, -3.0f, 2.0f, 1e6f, 4.0f);
+    expect_set("n = 1", &s, NULL, 0, 0);
+    tl_set_free(&s);
+
+    tl_set_init(&s, 2);
+    tl_set_put(&s, 0, -3.0f, 2.0f, 1.0f, 4.0f);
+    tl_set_put(&s, 1, -3.0f, 2.0f, 1.0f, 4.0f);
+    expect_set("n = 2 coincident", &s, NULL, 1, 0);
+
+    /* a list holding contacts is emptied by a search over 0 or 1 particles */
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_error err;
+        ns_particles two = tl_particles(&s);
+        check_set_context("reused list emptied by n = 0 / 1: kernel %s", K->name);
+        CHECK_STATUS(tl_find(K, &two, NULL, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 1);
+        two.n = 1;
+        CHECK_STATUS(tl_find(K, &two, NULL, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 0);
+        two.n = 2;
+        CHECK_STATUS(tl_find(K, &two, NULL, &got, &err), NS_OK, &err);
+        two.n = 0;
+        CHECK_STATUS(tl_find(K, &two, NULL, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 0);
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* Expects NS_ERR_INVALID_INPUT naming particle `bad` (or, when bad ==
+ * SIZE_MAX - 1, any particle) from validation, every kernel and every build. */
+#define ANY_PARTICLE (SIZE_MAX - 1)
+static void expect_invalid(const char *what, const ns_particles *p, size_t bad)
+{
+    ns_error err;
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    check_set_context("%s: ns_particles_validate", what);
+    err.particle = 12345678;
+    CHECK_STATUS(ns_particles_validate(p, &err), NS_ERR_INVALID_INPUT, &err);
+    CHECK_EQ_I(err.status, NS_ERR_INVALID_INPUT);
+    CHECK(err.message[0] != '\0');
+    if (bad != ANY_PARTICLE)
+        CHECK_EQ_U(err.particle, bad);
+    CHECK_STATUS(ns_particles_validate(p, NULL), NS_ERR_INVALID_INPUT, NULL);
+
+    /* a valid search first, so the list holds contacts */
+    tl_set ok;
+    tl_set_init(&ok, 2);
+    tl_set_put(&ok, 1, 0.1f, 0.0f, 0.0f, 1.0f);
+    tl_set_put(&ok, 0, 0.0f, 0.0f, 0.0f, 1.0f);
+    ns_particles okp = tl_particles(&ok);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("%s: kernel %s", what, K->name);
+        CHECK_STATUS(tl_find(K, &okp, NULL, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 1);
+        err.particle = 12345678;
+        CHECK_STATUS(tl_find(K, p, NULL, &got, &err), NS_ERR_INVALID_INPUT, &err);
+        if (bad != ANY_PARTICLE)
+            CHECK_EQ_U(err.particle, bad);
+        CHECK_EQ_U(got.count, 0);
+        CHECK_STATUS(ns_find_contacts(K, p, NULL, &got, NULL), NS_ERR_INVALID_INPUT, NULL);
+
+        ns_index *index = NULL;
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        err.particle = 12345678;
+        CHECK_STATUS(ns_index_build(index, p, &err), NS_ERR_INVALID_INPUT, &err);
+        if (bad != ANY_PARTICLE)
+            CHECK_EQ_U(err.particle, bad);
+        /* the index still works with good input afterwards */
+        CHECK_STATUS(ns_index_build(index, &okp, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 1);
+        ns_index_destroy(index);
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&ok);
+}
+
+static void t_invalid_input(void)
+{
+    const float bad_values[] = {NAN, INFINITY, -INFINITY};
+    const char *bad_names[] = {"NaN", "+inf", "-inf"};
+    const size_t n = 10;
+    tl_set s;
+    char what[160];
+
+    for (int v = 0; v < 3; v++)
+        for (int c = 0; c < 3; c++) {
+            tl_set_init(&s, n);
+            for (size_t i = 0; i < n; i++)
+                tl_set_put(&s, i, (float)i * 0.3f, -(float)i, 0.5f, 0.5f);
+            s.pos[3 * 6 + c] = bad_values[v];
+            s.pos[3 * 8 + (c + 1) % 3] = bad_values[v]; /* a later bad particle */
+            ns_particles p = tl_particles(&s);
+            snprintf(what, sizeof what, "coordinate %c of particle 6 = %s", "xyz"[c], bad_names[v]);
+            expect_invalid(what, &p, 6);
+            p.radius = NULL;
+            p.radius_uniform = 0.5f;
+            snprintf(what, sizeof what, "coordinate %c of particle 6 = %s (radius_uniform)",
+                     "xyz"[c], bad_names[v]);
+            expect_invalid(what, &p, 6);
+            tl_set_free(&s);
+        }
+
+    const float bad_radii[] = {NAN, INFINITY, -INFINITY, -1.0f, -1e-45f};
+    const char *bad_radius_names[] = {"NaN", "+inf", "-inf", "-1", "-1e-45 (denormal)"};
+    for (int v = 0; v < 5; v++) {
+        tl_set_init(&s, n);
+        for (size_t i = 0; i < n; i++)
+            tl_set_put(&s, i, (float)i, 0.0f, 0.0f, 0.5f);
+        s.radius[3] = bad_radii[v];
+        s.radius[9] = -2.0f;
+        ns_particles p = tl_particles(&s);
+        snprintf(what, sizeof what, "radius of particle 3 = %s", bad_radius_names[v]);
+        expect_invalid(what, &p, 3);
+        tl_set_free(&s);
+    }
+
+    /* the first bad particle, whatever is wrong with it */
+    tl_set_init(&s, n);
+    for (size_t i = 0; i < n; i++)
+        tl_set_put(&s, i, (float)i, 0.0f, 0.0f, 0.5f);
+    s.pos[3 * 7 + 1] = NAN;
+    s.radius[4] = -1.0f;
+    ns_particles p = tl_particles(&s);
+    expect_invalid("bad radius at 4 before a bad coordinate at 7", &p, 4);
+    s.radius[4] = 0.5f;
+    s.pos[3 * 2 + 2] = INFINITY;
+    s.radius[5] = NAN;
+    expect_invalid("bad coordinate at 2 before a bad radius at 5", &p, 2);
+    s.pos[3 * 2 + 2] = 0.0f;
+    s.pos[3 * 0 + 0] = -INFINITY;
+    expect_invalid("bad coordinate at particle 0", &p, 0);
+    tl_set_free(&s);
+
+    /* radius_uniform is ignored when radius is given */
+    const float ignored[] = {-1.0f, NAN, INFINITY};
+    for (int v = 0; v < 3; v++) {
+        tl_set_init(&s, n);
+        for (size_t i = 0; i < n; i++)
+            tl_set_put(&s, i, (float)i * 0.75f, 0.0f, 0.0f, 0.5f);
+        p = tl_particles(&s);
+        p.radius_uniform = ignored[v];
+        snprintf(what, sizeof what, "per-particle radii with radius_uniform = %g (ignored)",
+                 (double)ignored[v]);
+        check_set_context("%s: ns_particles_validate", what);
+        ns_error err;
+        CHECK_STATUS(ns_particles_validate(&p, &err), NS_OK, &err);
+        expect_all(what, &p, NULL, n - 1, 0);
+        tl_set_free(&s);
+    }
+
+    /* a bad uniform radius: every particle is "bad"; don't insist on which is named */
+    const float bad_uniform[] = {-1.0f, NAN, INFINITY, -INFINITY};
+    for (int v = 0; v < 4; v++) {
+        tl_set_init(&s, n);
+        for (size_t i = 0; i < n; i++)
+            tl_set_put(&s, i, (float)i, 0.0f, 0.0f, 0.5f);
+        p = tl_particles(&s);
+        p.radius = NULL;
+        p.radius_uniform = bad_uniform[v];
+        snprintf(what, sizeof what, "radius_uniform = %g", (double)bad_uniform[v]);
+        expect_invalid(what, &p, ANY_PARTICLE);
+        tl_set_free(&s);
+    }
+}
+
+static void t_too_many_particles(void)
+{
+#if SIZE_MAX > UINT32_MAX
+    static float pos[12], radius[4];
+    const size_t ns[] = {NS_MAX_PARTICLES + 1, (size_t)1 << 40, SIZE_MAX / 3, SIZE_MAX};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        ns_particles p = {.n = ns[t], .pos = pos, .radius = radius, .radius_uniform = 0};
+        ns_error err;
+        check_set_context("n = %zu: ns_particles_validate", ns[t]);
+        CHECK_STATUS(ns_particles_validate(&p, &err), NS_ERR_TOO_LARGE, &err);
+        ns_contact_list got;
+        ns_contact_list_init(&got);
+        for (size_t k = 0; k < ns_kernel_count(); k++) {
+            const ns_kernel *K = ns_kernel_at(k);
+            check_set_context("n = %zu: kernel %s", ns[t], K->name);
+            CHECK_STATUS(tl_find(K, &p, NULL, &got, &err), NS_ERR_TOO_LARGE, &err);
+            p.radius = NULL;
+            CHECK_STATUS(tl_find_index(K, &p, NULL, &got, &err), NS_ERR_TOO_LARGE, &err);
+            p.radius = radius;
+        }
+        ns_contact_list_free(&got);
+    }
+#else
+    printf("size_t is 32 bits: n cannot exceed NS_MAX_PARTICLES\n");
+    CHECK(1);
+#endif
+}
+
+static void t_grid_dense_memory_cap(void)
+{
+    /* a contact near 0 and a lonely particle far away: 1 contact */
+    tl_set s;
+    tl_set_init(&s, 3);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 1, 0.5f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&s, 2, 1000.0f, 1000.0f, 1000.0f, 0.5f); /* ~1e9 cells */
+    ns_particles p = tl_particles(&s);
+
+    ns_config tiny = ns_config_default();
+    tiny.grid_max_bytes = 4096;
+    ns_config dflt = ns_config_default(); /* 1 GiB cap */
+    tl_set s2;
+    tl_set_init(&s2, 3);
+    memcpy(s2.pos, s.pos, 9 * sizeof(float));
+    memcpy(s2.radius, s.radius, 3 * sizeof(float));
+    tl_set_put(&s2, 2, 1e5f, -1e5f, 1e5f, 0.5f); /* ~8e15 cells: over the default cap */
+    ns_particles p2 = tl_particles(&s2);
+
+    int dense_seen = 0;
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        for (int c = 0; c < 2; c++) {
+            const ns_particles *pp = c ? &p2 : &p;
+            const ns_config *cfg = c ? &dflt : &tiny;
+            ns_error err;
+            check_set_context("%s with %s: kernel %s",
+                              c ? "far particle at 1e5" : "far particle at 1e3",
+                              c ? "the default grid_max_bytes" : "grid_max_bytes = 4096", K->name);
+            for (int path = 0; path < 2; path++) {
+                ns_status st =
+                    path ? tl_find_index(K, pp, cfg, &got, &err) : tl_find(K, pp, cfg, &got, &err);
+                if (tl_is_dense(K)) {
+                    dense_seen = 1;
+                    CHECK_STATUS(st, NS_ERR_TOO_LARGE, &err);
+                    CHECK_MSG(contains_nocase(err.message, "byte"),
+                              "message should give the bytes needed: \"%s\"", err.message);
+                    CHECK_EQ_U(got.count, 0);
+                } else {
+                    CHECK_STATUS(st, NS_OK, &err);
+                    CHECK_EQ_U(got.count, 1);
+                }
+            }
+        }
+    }
+    check_set_context("grid_dense is in the kernel table");
+    CHECK(dense_seen);
+
+    /* the dense grid works when the cap allows it */
+    const ns_kernel *dense = ns_kernel_find("grid_dense");
+    if (dense != NULL) {
+        ns_config big = ns_config_default();
+        big.grid_max_bytes = (size_t)1 << 28;
+        ns_error err;
+        s.pos[6] = s.pos[7] = s.pos[8] = 10.0f;
+        check_set_context("grid_dense, compact layout, cap 256 MiB");
+        CHECK_STATUS(tl_find(dense, &p, &big, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 1);
+        ns_index *index = NULL;
+        REQUIRE(ns_index_create(dense, &big, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        CHECK_CMP_U(info.bytes, >, 0);
+        CHECK_CMP_U(info.bytes, <=, big.grid_max_bytes);
+        CHECK_CMP_U(info.cells, >=, 1);
+        ns_index_destroy(index);
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+    tl_set_free(&s2);
+}
+
+static void t_max_contacts(void)
+{
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 2000, 3, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list own, got;
+    ns_contact_list_init(&own);
+    ns_contact_list_init(&got);
+    tl_reference(&p, &own);
+    size_t C = own.count;
+    check_set_context("max_contacts: uniform n=2000 seed=3");
+    REQUIRE(C > 2);
+
+    const size_t limits[] = {1, C / 2, C - 1, C, C + 1};
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+            ns_config cfg = ns_config_default();
+            cfg.max_contacts = limits[l];
+            ns_status want = limits[l] < C ? NS_ERR_TOO_MANY_CONTACTS : NS_OK;
+            for (int path = 0; path < 2; path++) {
+                ns_error err;
+                check_set_context("kernel %s, %zu contacts, max_contacts = %zu, via %s", K->name, C,
+                                  limits[l], path ? "index" : "ns_find_contacts");
+                ns_status st = path ? tl_find_index(K, &p, &cfg, &got, &err)
+                                    : tl_find(K, &p, &cfg, &got, &err);
+                CHECK_STATUS(st, want, &err);
+                if (want == NS_OK) {
+                    CHECK_EQ_U(got.count, C);
+                    tl_compare_reference(&own, &got, check_context);
+                } else {
+                    CHECK_EQ_U(got.count, 0);
+                }
+            }
+        }
+    }
+    printf("max_contacts checked around %zu contacts\n", C);
+    ns_contact_list_free(&own);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+static void t_reference_predicate(void)
+{
+    /* every kernel on every workload against the test's own predicate */
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *W = ns_workload_at(w);
+        for (uint64_t seed = 11; seed <= 12; seed++) {
+            tl_set s;
+            tl_generate(W, 2000, seed, &s);
+            char what[160];
+            snprintf(what, sizeof what, "workload %s n=2000 seed=%llu", W->name,
+                     (unsigned long long)seed);
+            expect_set(what, &s, NULL, ANY_COUNT, seed == 12 ? SKIP_INDEX_PATH : 0);
+            tl_set_free(&s);
+        }
+    }
+}
+
+static void t_list_reuse(void)
+{
+    tl_set big, small;
+    tl_generate(tl_workload("uniform"), 3000, 21, &big);
+    tl_generate(tl_workload("uniform"), 300, 22, &small);
+    ns_particles pb = tl_particles(&big), ps = tl_particles(&small);
+    ns_contact_list ref_big, ref_small, got;
+    ns_contact_list_init(&ref_big);
+    ns_contact_list_init(&ref_small);
+    tl_reference(&pb, &ref_big);
+    tl_reference(&ps, &ref_small);
+    check_set_context("list reuse: reference counts");
+    REQUIRE(ref_big.count > ref_small.count);
+    REQUIRE(ref_small.count > 0);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_error err;
+        ns_contact_list_init(&got);
+        check_set_context("list reuse: kernel %s", K->name);
+        CHECK(got.items == NULL && got.count == 0 && got.capacity == 0);
+        CHECK_STATUS(tl_find(K, &pb, NULL, &got, &err), NS_OK, &err);
+        tl_lists_equal(&ref_big, &got, "first search");
+        size_t cap = got.capacity;
+        CHECK_CMP_U(cap, >=, ref_big.count);
+        CHECK_STATUS(tl_find(K, &pb, NULL, &got, &err), NS_OK, &err);
+        tl_compare_reference(&ref_big, &got, "second search, same list");
+        CHECK_EQ_U(got.capacity, cap); /* nothing to grow */
+        CHECK_STATUS(tl_find(K, &ps, NULL, &got, &err), NS_OK, &err);
+        tl_compare_reference(&ref_small, &got, "smaller set, same list");
+        CHECK_CMP_U(got.capacity, >=, cap); /* never shrinks */
+        CHECK_STATUS(tl_find(K, &pb, NULL, &got, &err), NS_OK, &err);
+        tl_compare_reference(&ref_big, &got, "big set again");
+        CHECK_EQ_U(got.capacity, cap);
+
+        /* a list that was reserved beforehand is used as is */
+        ns_contact_list pre;
+        ns_contact_list_init(&pre);
+        CHECK_STATUS(ns_contact_list_reserve(&pre, ref_big.count + 100, &err), NS_OK, &err);
+        size_t pre_cap = pre.capacity;
+        CHECK_STATUS(tl_find(K, &pb, NULL, &pre, &err), NS_OK, &err);
+        tl_compare_reference(&ref_big, &pre, "reserved list");
+        CHECK_EQ_U(pre.capacity, pre_cap);
+        ns_contact_list_free(&pre);
+
+        /* one index, many builds (frames) into one list */
+        ns_index *index = NULL;
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        for (int frame = 0; frame < 4; frame++) {
+            const ns_particles *pp = frame % 2 ? &ps : &pb;
+            const ns_contact_list *ref = frame % 2 ? &ref_small : &ref_big;
+            CHECK_STATUS(ns_index_build(index, pp, &err), NS_OK, &err);
+            for (int q = 0; q < 2; q++) {
+                CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+                ns_contact_list_sort(&got);
+                tl_compare_reference(ref, &got, "index frames");
+            }
+            CHECK_CMP_U(got.capacity, >=, cap);
+        }
+        ns_index_destroy(index);
+        ns_contact_list_free(&got);
+    }
+    ns_contact_list_free(&ref_big);
+    ns_contact_list_free(&ref_small);
+    tl_set_free(&big);
+    tl_set_free(&small);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"negative_coords", t_negative_coords},
+    {"coords_1e6", t_coords_1e6},
+    {"coords_1e12", t_coords_1e12},
+    {"cell_coords_64bit", t_cell_coords_64bit},
+    {"cell_coords_too_large", t_cell_coords_too_large},
+    {"hash_table_sizes", t_hash_table_sizes},
+    {"one_cell", t_one_cell},
+    {"coincident_500", t_coincident_500},
+    {"signed_zero", t_signed_zero},
+    {"zero_radii", t_zero_radii},
+    {"radii_100_to_1", t_radii_100_to_1},
+    {"exactly_touching", t_exactly_touching},
+    {"extreme_values", t_extreme_values},
+    {"n_0_and_1", t_n_0_and_1},
+    {"invalid_input", t_invalid_input},
+    {"too_many_particles", t_too_many_particles},
+    {"grid_dense_memory_cap", t_grid_dense_memory_cap},
+    {"max_contacts", t_max_contacts},
+    {"reference_predicate", t_reference_predicate},
+    {"list_reuse", t_list_reuse},
+};
+
+int main(int argc, char **argv)
+{
+    size_t ncases = sizeof cases / sizeof cases[0];
+    if (argc != 2) {
+        for (size_t i = 0; i < ncases; i++)
+            printf("%s\n", cases[i].name);
+        return argc == 1 ? 0 : 2;
+    }
+    for (size_t i = 0; i < ncases; i++)
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            REQUIRE(ns_kernel_count() >= 1);
+            cases[i].fn();
+            char name[120];
+            snprintf(name, sizeof name, "pitfall/%s (%zu kernels)", cases[i].name,
+                     ns_kernel_count());
+            return check_report(name);
+        }
+    fprintf(stderr, "unknown case '%s'\n", argv[1]);
+    return 2;
+}

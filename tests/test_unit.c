@@ -1,0 +1,1062 @@
+/* test_unit.c - unit tests of the public API.
+ *
+ * usage: test_unit NAME [ARGS...]     (no argument: list the names)
+ * kernel_table takes the expected kernel names (CMake's NS_KERNELS). */
+#include "testlib.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+
+/* ---- status names ---- */
+
+static void t_status_str(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const ns_status all[] = {NS_OK,
+                             NS_ERR_INVALID_ARGUMENT,
+                             NS_ERR_INVALID_INPUT,
+                             NS_ERR_OUT_OF_MEMORY,
+                             NS_ERR_TOO_LARGE,
+                             NS_ERR_TOO_MANY_CONTACTS};
+    const size_t n = sizeof all / sizeof all[0];
+    CHECK_EQ_I(NS_OK, 0);
+    for (size_t a = 0; a < n; a++) {
+        const char *s = ns_status_str(all[a]);
+        check_set_context("ns_status_str(%d)", (int)all[a]);
+        REQUIRE(s != NULL);
+        CHECK(s[0] != '\0');
+        CHECK(strchr(s, '\n') == NULL);
+        printf("%d: %s\n", (int)all[a], s);
+        for (size_t b = 0; b < a; b++)
+            CHECK_MSG(strcmp(s, ns_status_str(all[b])) != 0, "status %d and %d share \"%s\"",
+                      (int)all[a], (int)all[b], s);
+    }
+    check_set_context("ns_status_str of an unknown value");
+    CHECK(ns_status_str((ns_status)99) != NULL);
+    CHECK(ns_status_str((ns_status)-1) != NULL);
+}
+
+/* ---- tables ---- */
+
+static void t_kernel_table(int argc, char **argv)
+{
+    size_t count = ns_kernel_count();
+    check_set_context("kernel table");
+    CHECK_CMP_U(count, >=, 5);
+    /* exactly the kernels CMake registers tests for (NS_KERNELS) */
+    if (argc > 0) {
+        CHECK_EQ_U(count, (size_t)argc);
+        for (int a = 0; a < argc; a++)
+            CHECK_MSG(ns_kernel_find(argv[a]) != NULL,
+                      "NS_KERNELS names '%s', which is not in the table", argv[a]);
+        for (size_t k = 0; k < count; k++) {
+            int listed = 0;
+            for (int a = 0; a < argc; a++)
+                listed |= strcmp(argv[a], ns_kernel_at(k)->name) == 0;
+            CHECK_MSG(listed,
+                      "kernel '%s' is in the table but not in NS_KERNELS (no tests "
+                      "registered for it)",
+                      ns_kernel_at(k)->name);
+        }
+    }
+    for (size_t k = 0; k < count; k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        REQUIRE(K != NULL);
+        check_set_context("kernel %zu (%s)", k, K->name ? K->name : "(null)");
+        REQUIRE(K->name != NULL);
+        CHECK(K->name[0] != '\0');
+        CHECK(K->description != NULL && K->description[0] != '\0');
+        CHECK(K->description == NULL || strchr(K->description, '\n') == NULL);
+        CHECK(K->ops != NULL);
+        CHECK(ns_kernel_find(K->name) == K);
+        for (size_t j = 0; j < k; j++)
+            CHECK_MSG(strcmp(K->name, ns_kernel_at(j)->name) != 0, "duplicate name %s", K->name);
+        printf("%-14s parallel=%d table=%d  %s\n", K->name, (int)K->parallel,
+               (int)K->uses_table_size, K->description);
+    }
+    check_set_context("kernel lookups");
+    CHECK(ns_kernel_at(count) == NULL);
+    CHECK(ns_kernel_at(count + 1) == NULL);
+    CHECK(ns_kernel_at(SIZE_MAX) == NULL);
+    CHECK(ns_kernel_find("no_such_kernel") == NULL);
+    CHECK(ns_kernel_find("") == NULL);
+    CHECK(ns_kernel_find("naive_") == NULL);
+    CHECK(ns_kernel_find("nai") == NULL);
+
+    /* the documented kernels and their flags (DESIGN.md's table) */
+    const struct {
+        const char *name;
+        bool parallel, table;
+    } known[] = {{"naive", false, false},
+                 {"naive_omp", true, false},
+                 {"grid_dense", false, false},
+                 {"hash_serial", false, true},
+                 {"hash_parallel", true, true}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        const ns_kernel *K = ns_kernel_find(known[i].name);
+        check_set_context("documented kernel %s", known[i].name);
+        CHECK(K != NULL);
+        if (K == NULL)
+            continue;
+        CHECK_EQ_I(K->parallel, known[i].parallel);
+        CHECK_EQ_I(K->uses_table_size, known[i].table);
+    }
+}
+
+static void t_workload_table(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    size_t count = ns_workload_count();
+    check_set_context("workload table");
+    CHECK_CMP_U(count, >=, 5);
+    const char *names[] = {"uniform", "dambreak", "clusters", "polydisperse", "sheet"};
+    for (size_t i = 0; i < 5; i++)
+        CHECK_MSG(ns_workload_find(names[i]) != NULL, "no workload '%s'", names[i]);
+    for (size_t k = 0; k < count; k++) {
+        const ns_workload *W = ns_workload_at(k);
+        REQUIRE(W != NULL && W->name != NULL);
+        check_set_context("workload %zu (%s)", k, W->name);
+        CHECK(W->name[0] != '\0');
+        CHECK(W->description != NULL && W->description[0] != '\0');
+        CHECK(W->generate != NULL);
+        CHECK(ns_workload_find(W->name) == W);
+        for (size_t j = 0; j < k; j++)
+            CHECK(strcmp(W->name, ns_workload_at(j)->name) != 0);
+        printf("%-14s %s\n", W->name, W->description);
+    }
+    check_set_context("workload lookups");
+    CHECK(ns_workload_at(count) == NULL);
+    CHECK(ns_workload_at(SIZE_MAX) == NULL);
+    CHECK(ns_workload_find("no_such_workload") == NULL);
+    CHECK(ns_workload_find("") == NULL);
+}
+
+/* ---- workloads ---- */
+
+static void t_workload_determinism(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const size_t sizes[] = {1, 2, 100, 1000, 5000};
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *W = ns_workload_at(w);
+        for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+            size_t n = sizes[t];
+            check_set_context("workload %s n=%zu", W->name, n);
+            tl_set a, b, c;
+            tl_set_init(&a, n);
+            tl_set_init(&b, n);
+            tl_set_init(&c, n);
+            /* different prior contents: the generator must write everything */
+            memset(a.pos, 0xFF, 3 * n * sizeof(float));
+            memset(a.radius, 0xFF, n * sizeof(float));
+            memset(b.pos, 0x00, 3 * n * sizeof(float));
+            memset(b.radius, 0x00, n * sizeof(float));
+            W->generate(n, 1, a.pos, a.radius);
+            W->generate(n, 1, b.pos, b.radius);
+            W->generate(n, 2, c.pos, c.radius);
+            CHECK_MSG(memcmp(a.pos, b.pos, 3 * n * sizeof(float)) == 0,
+                      "same (n, seed) gave different positions");
+            CHECK_MSG(memcmp(a.radius, b.radius, n * sizeof(float)) == 0,
+                      "same (n, seed) gave different radii");
+            if (n >= 100)
+                CHECK_MSG(memcmp(a.pos, c.pos, 3 * n * sizeof(float)) != 0,
+                          "seeds 1 and 2 gave the same positions");
+            tl_set_free(&a);
+            tl_set_free(&b);
+            tl_set_free(&c);
+        }
+    }
+}
+
+/* Smallest and largest eigenvalue of the positions' covariance matrix
+ * (closed form for symmetric 3x3 matrices). */
+static void principal_spread(const float *pos, size_t n, double *lmin, double *lmax)
+{
+    double m[3] = {0, 0, 0}, c[3][3] = {{0}};
+    for (size_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            m[a] += pos[3 * i + a] / (double)n;
+    for (size_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                c[a][b] += (pos[3 * i + a] - m[a]) * (pos[3 * i + b] - m[b]) / (double)n;
+    double p1 = c[0][1] * c[0][1] + c[0][2] * c[0][2] + c[1][2] * c[1][2];
+    double q = (c[0][0] + c[1][1] + c[2][2]) / 3.0;
+    double p2 = (c[0][0] - q) * (c[0][0] - q) + (c[1][1] - q) * (c[1][1] - q) +
+                (c[2][2] - q) * (c[2][2] - q) + 2.0 * p1;
+    double p = sqrt(p2 / 6.0);
+    if (p == 0.0) {
+        *lmin = *lmax = q;
+        return;
+    }
+    double bm[3][3];
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            bm[a][b] = (c[a][b] - (a == b ? q : 0.0)) / p;
+    double det = bm[0][0] * (bm[1][1] * bm[2][2] - bm[1][2] * bm[2][1]) -
+                 bm[0][1] * (bm[1][0] * bm[2][2] - bm[1][2] * bm[2][0]) +
+                 bm[0][2] * (bm[1][0] * bm[2][1] - bm[1][1] * bm[2][0]);
+    double r = det / 2.0;
+    double phi = r <= -1.0 ? acos(-1.0) / 3.0 : r >= 1.0 ? 0.0 : acos(r) / 3.0;
+    *lmax = q + 2.0 * p * cos(phi);
+    *lmin = q + 2.0 * p * cos(phi + 2.0 * acos(-1.0) / 3.0);
+}
+
+static void t_workload_sanity(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const size_t sizes[] = {1, 2, 10, 1000, 20000};
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *W = ns_workload_at(w);
+        /* n = 0 writes nothing */
+        float guard_pos[6], guard_r[2];
+        for (int i = 0; i < 6; i++)
+            guard_pos[i] = 1234.5f;
+        guard_r[0] = guard_r[1] = 6789.0f;
+        check_set_context("workload %s n=0", W->name);
+        W->generate(0, 1, guard_pos, guard_r);
+        for (int i = 0; i < 6; i++)
+            CHECK_EQ_F32_BITS(guard_pos[i], 1234.5f);
+        CHECK_EQ_F32_BITS(guard_r[0], 6789.0f);
+
+        for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+            size_t n = sizes[t];
+            check_set_context("workload %s n=%zu", W->name, n);
+            tl_set s;
+            tl_set_init(&s, n);
+            memset(s.pos, 0xFF, 3 * n * sizeof(float)); /* NaN: unwritten shows up */
+            memset(s.radius, 0xFF, n * sizeof(float));
+            W->generate(n, 7, s.pos, s.radius);
+            ns_particles p = tl_particles(&s);
+            ns_error err;
+            CHECK_STATUS(ns_particles_validate(&p, &err), NS_OK, &err);
+            size_t bad = 0;
+            float rmin = FLT_MAX, rmax = 0.0f;
+            for (size_t i = 0; i < n; i++) {
+                for (int c = 0; c < 3; c++)
+                    bad += !isfinite(s.pos[3 * i + c]);
+                float r = s.radius[i];
+                bad += !isfinite(r) || !(r >= 0.0f);
+                if (r < rmin)
+                    rmin = r;
+                if (r > rmax)
+                    rmax = r;
+            }
+            CHECK_EQ_U(bad, 0);
+            CHECK_CMP_D(rmax, >, 0.0);
+            if (strcmp(W->name, "polydisperse") == 0 && n >= 1000) {
+                /* "radii spread over 10:1" */
+                CHECK_CMP_D(rmin, >, 0.0);
+                CHECK_CMP_D(rmax / rmin, >=, 3.0);
+                CHECK_CMP_D(rmax / rmin, <=, 11.0);
+            }
+            if (strcmp(W->name, "sheet") == 0 && n >= 1000) {
+                /* "particles on a thin plane" (possibly tilted): the smallest
+                 * principal spread is much smaller than the largest */
+                double lmin, lmax;
+                principal_spread(s.pos, n, &lmin, &lmax);
+                printf("sheet n=%zu: principal spreads %.4g .. %.4g\n", n, sqrt(lmin), sqrt(lmax));
+                CHECK_CMP_D(sqrt(lmin), <=, 0.1 * sqrt(lmax));
+            }
+            tl_set_free(&s);
+        }
+    }
+}
+
+static const ns_kernel *fast_kernel(void)
+{
+    const ns_kernel *k = ns_kernel_find("hash_serial");
+    return k ? k : tl_kernel("naive");
+}
+
+static void t_uniform_density(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const ns_kernel *K = fast_kernel();
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        const size_t sizes[] = {5000, 20000};
+        for (size_t t = 0; t < 2; t++) {
+            size_t n = sizes[t];
+            tl_set s;
+            tl_generate(tl_workload("uniform"), n, seed, &s);
+            ns_particles p = tl_particles(&s);
+            ns_contact_list got;
+            ns_contact_list_init(&got);
+            ns_error err;
+            check_set_context("uniform n=%zu seed=%llu (kernel %s)", n, (unsigned long long)seed,
+                              K->name);
+            CHECK_STATUS(tl_find(K, &p, NULL, &got, &err), NS_OK, &err);
+            double per = 2.0 * (double)got.count / (double)n;
+            printf("uniform n=%zu seed=%llu: %zu contacts, %.2f per particle\n", n,
+                   (unsigned long long)seed, got.count, per);
+            CHECK_CMP_D(per, >=, 20.0);
+            CHECK_CMP_D(per, <=, 40.0);
+            ns_contact_list_free(&got);
+            tl_set_free(&s);
+        }
+    }
+}
+
+/* ---- config ---- */
+
+static void t_config_default(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ns_config d = ns_config_default();
+    check_set_context("ns_config_default()");
+    CHECK_EQ_I(d.threads, 0);
+    CHECK_EQ_U(d.table_size, 0);
+    CHECK_EQ_U(d.max_contacts, 0);
+    CHECK(d.grid_max_bytes == 0 || d.grid_max_bytes == NS_DEFAULT_GRID_MAX_BYTES);
+
+    ns_config z;
+    memset(&z, 0, sizeof z);
+    tl_set s;
+    tl_generate(tl_workload("clusters"), 1500, 4, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list a, b, c;
+    ns_contact_list_init(&a);
+    ns_contact_list_init(&b);
+    ns_contact_list_init(&c);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_error err;
+        check_set_context("kernel %s: NULL config vs ns_config_default() vs zeroed", K->name);
+        CHECK_STATUS(tl_find(K, &p, NULL, &a, &err), NS_OK, &err);
+        CHECK_STATUS(tl_find(K, &p, &d, &b, &err), NS_OK, &err);
+        CHECK_STATUS(tl_find(K, &p, &z, &c, &err), NS_OK, &err);
+        CHECK(a.count > 0);
+        tl_lists_equal(&a, &b, "ns_config_default()");
+        tl_lists_equal(&a, &c, "zeroed config");
+    }
+    ns_contact_list_free(&a);
+    ns_contact_list_free(&b);
+    ns_contact_list_free(&c);
+    tl_set_free(&s);
+}
+
+/* ---- NULL arguments ---- */
+
+static void t_null_arguments(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 50, 1, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list list;
+    ns_contact_list_init(&list);
+    ns_error err;
+
+    check_set_context("ns_find_contacts(NULL kernel)");
+    CHECK_STATUS(tl_find(NULL, &p, NULL, &list, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(ns_find_contacts(NULL, &p, NULL, &list, NULL), NS_ERR_INVALID_ARGUMENT, NULL);
+    check_set_context("ns_particles_validate(NULL)");
+    CHECK_STATUS(ns_particles_validate(NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_EQ_I(err.status, NS_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(ns_particles_validate(NULL, NULL), NS_ERR_INVALID_ARGUMENT, NULL);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("kernel %s: NULL particles", K->name);
+        CHECK_STATUS(tl_find(K, NULL, NULL, &list, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        check_set_context("kernel %s: NULL contact list", K->name);
+        err.status = NS_OK;
+        CHECK_STATUS(ns_find_contacts(K, &p, NULL, NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_EQ_I(err.status, NS_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(ns_find_contacts(K, &p, NULL, NULL, NULL), NS_ERR_INVALID_ARGUMENT, NULL);
+        check_set_context("kernel %s: pos NULL with n = 50", K->name);
+        ns_particles bad = p;
+        bad.pos = NULL;
+        CHECK_STATUS(tl_find(K, &bad, NULL, &list, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        check_set_context("kernel %s: radius NULL means radius_uniform", K->name);
+        ns_particles uni = p;
+        uni.radius = NULL;
+        uni.radius_uniform = 0.3f;
+        CHECK_STATUS(tl_find(K, &uni, NULL, &list, &err), NS_OK, &err);
+
+        check_set_context("kernel %s: index calls with NULL", K->name);
+        CHECK_STATUS(ns_index_create(K, NULL, NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        ns_index *index = NULL;
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_build(index, NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STATUS(ns_index_build(index, &bad, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STATUS(ns_index_query(index, NULL, NULL), NS_ERR_INVALID_ARGUMENT, NULL);
+        ns_index_destroy(index);
+    }
+    check_set_context("index calls with a NULL index or kernel");
+    ns_index *index = NULL;
+    CHECK_STATUS(ns_index_create(NULL, NULL, &index, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(ns_index_create(NULL, NULL, &index, NULL), NS_ERR_INVALID_ARGUMENT, NULL);
+    CHECK_STATUS(ns_index_build(NULL, &p, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(ns_index_query(NULL, &list, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    check_set_context("ns_contact_list_reserve(NULL)");
+    CHECK_STATUS(ns_contact_list_reserve(NULL, 10, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    ns_contact_list_free(&list);
+    tl_set_free(&s);
+}
+
+/* ---- index ---- */
+
+static int has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void t_index_api(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set a, b;
+    tl_generate(tl_workload("uniform"), 1000, 1, &a);
+    tl_generate(tl_workload("clusters"), 700, 2, &b);
+    ns_particles pa = tl_particles(&a), pb = tl_particles(&b);
+    ns_contact_list ra, rb, got;
+    ns_contact_list_init(&ra);
+    ns_contact_list_init(&rb);
+    ns_contact_list_init(&got);
+    ns_error err;
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &pa, NULL, &ra, &err), NS_OK, &err);
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &pb, NULL, &rb, &err), NS_OK, &err);
+    REQUIRE(ra.count > 0 && rb.count > 0 && ra.count != rb.count);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_index *index = NULL;
+        check_set_context("kernel %s: create", K->name);
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        REQUIRE(index != NULL);
+
+        check_set_context("kernel %s: query before build", K->name);
+        CHECK_STATUS(tl_find(K, &pa, NULL, &got, &err), NS_OK, &err); /* fill the list */
+        ns_status st = ns_index_query(index, &got, &err);
+        CHECK_MSG(st != NS_OK, "query before any build returned NS_OK with %zu contacts",
+                  got.count);
+        if (st != NS_OK) {
+            CHECK_EQ_I(err.status, st);
+            CHECK_EQ_U(got.count, 0);
+        }
+
+        check_set_context("kernel %s: build A, query; build B, query", K->name);
+        CHECK_STATUS(ns_index_build(index, &pa, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        ns_contact_list_sort(&got);
+        tl_lists_equal(&ra, &got, "first build");
+        CHECK_STATUS(ns_index_build(index, &pb, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        ns_contact_list_sort(&got);
+        tl_lists_equal(&rb, &got, "second build (a different set)");
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        ns_contact_list_sort(&got);
+        tl_lists_equal(&rb, &got, "second query of the same build");
+        CHECK_STATUS(ns_index_build(index, &pa, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        ns_contact_list_sort(&got);
+        tl_lists_equal(&ra, &got, "third build (back to A)");
+
+        check_set_context("kernel %s: build over n = 0", K->name);
+        ns_particles empty = pa;
+        empty.n = 0;
+        CHECK_STATUS(ns_index_build(index, &empty, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, 0);
+        ns_index_destroy(index);
+
+        /* the config is copied at create */
+        check_set_context("kernel %s: config copied at create", K->name);
+        ns_config cfg = ns_config_default();
+        cfg.max_contacts = ra.count;
+        REQUIRE(ns_index_create(K, &cfg, &index, &err) == NS_OK);
+        cfg.max_contacts = 1;
+        CHECK_STATUS(ns_index_build(index, &pa, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+        CHECK_EQ_U(got.count, ra.count);
+        ns_index_destroy(index);
+    }
+    ns_contact_list_free(&ra);
+    ns_contact_list_free(&rb);
+    ns_contact_list_free(&got);
+    tl_set_free(&a);
+    tl_set_free(&b);
+}
+
+static void t_index_info(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set s;
+    tl_generate(tl_workload("polydisperse"), 2000, 3, &s);
+    ns_particles p = tl_particles(&s);
+    float rmax = 0;
+    for (size_t i = 0; i < s.n; i++)
+        rmax = s.radius[i] > rmax ? s.radius[i] : rmax;
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_index *index = NULL;
+        ns_error err;
+        ns_index_info info;
+        check_set_context("kernel %s: index info after a build of polydisperse n=2000", K->name);
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        memset(&info, 0xAB, sizeof info);
+        ns_index_get_info(index, &info);
+        printf("%-14s bytes=%zu table_size=%zu nonempty=%zu cells=%zu cell_size=%g\n", K->name,
+               info.bytes, info.table_size, info.nonempty_buckets, info.cells, info.cell_size);
+        int hash = has_prefix(K->name, "hash");
+        int grid = has_prefix(K->name, "grid");
+        if (hash || grid) {
+            CHECK_CMP_U(info.bytes, >, 0);
+            CHECK_CMP_U(info.bytes, <, (size_t)1 << 30);
+            /* DESIGN.md: the cell size is 2 max(r) */
+            CHECK_CMP_D(fabs(info.cell_size - 2.0 * (double)rmax), <=, 1e-6 * 2.0 * rmax);
+            CHECK_CMP_U(info.nonempty_buckets, >=, 1);
+            CHECK_CMP_U(info.nonempty_buckets, <=, s.n);
+        }
+        if (hash) {
+            CHECK_CMP_U(info.table_size, >=, 1);
+            CHECK_CMP_U(info.nonempty_buckets, <=, info.table_size);
+        }
+        if (grid) {
+            CHECK_EQ_U(info.table_size, 0);
+            CHECK_CMP_U(info.cells, >=, info.nonempty_buckets);
+        }
+        if (has_prefix(K->name, "naive")) {
+            CHECK_EQ_U(info.table_size, 0);
+            CHECK_EQ_U(info.cells, 0);
+            CHECK_CMP_D(info.cell_size, ==, 0.0);
+        }
+        ns_index_destroy(index);
+    }
+    tl_set_free(&s);
+}
+
+/* ---- contact lists ---- */
+
+static void t_contact_list_sort(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ns_contact_list l;
+    ns_contact_list_init(&l);
+    check_set_context("ns_contact_list_init");
+    CHECK(l.items == NULL);
+    CHECK_EQ_U(l.count, 0);
+    CHECK_EQ_U(l.capacity, 0);
+    ns_contact_list_sort(&l); /* empty: nothing to do */
+    CHECK_EQ_U(l.count, 0);
+
+    /* distinct pairs, including indices near UINT32_MAX (a comparator that
+     * subtracts would overflow), shuffled */
+    const size_t n = 3000;
+    ns_error err;
+    REQUIRE(ns_contact_list_reserve(&l, n, &err) == NS_OK);
+    uint64_t rng = 5;
+    const uint32_t special[][2] = {{0, 1},
+                                   {0, 0xFFFFFFFFu},
+                                   {0, 0x80000001u},
+                                   {0x7FFFFFFFu, 0x80000000u},
+                                   {0xFFFFFFF0u, 0xFFFFFFF1u},
+                                   {0xFFFFFFF0u, 0xFFFFFFFFu},
+                                   {0x80000000u, 0x80000005u}};
+    const size_t nspecial = sizeof special / sizeof special[0];
+    for (size_t k = 0; k < n; k++) {
+        ns_contact c;
+        if (k < nspecial) {
+            c.i = special[k][0];
+            c.j = special[k][1];
+        } else {
+            c.i = (uint32_t)(k / 7) + 1;
+            c.j = c.i + 1 + (uint32_t)(k % 7) * 1000u;
+        }
+        c.overlap = (float)(c.i & 0xFFFFu); /* payload tied to the pair */
+        c.nx = (float)(c.j & 0xFFFFu);
+        c.ny = (float)(c.j >> 16);
+        c.nz = (float)(c.i >> 16);
+        l.items[l.count++] = c;
+    }
+    for (size_t k = n - 1; k > 0; k--) { /* Fisher-Yates */
+        size_t r = (size_t)(tl_rng(&rng) % (k + 1));
+        ns_contact t = l.items[k];
+        l.items[k] = l.items[r];
+        l.items[r] = t;
+    }
+    ns_contact_list_sort(&l);
+    check_set_context("ns_contact_list_sort of %zu shuffled contacts", n);
+    CHECK_EQ_U(l.count, n);
+    size_t disorder = 0, payload = 0;
+    for (size_t k = 0; k < l.count; k++) {
+        const ns_contact *c = &l.items[k];
+        if (k > 0) {
+            const ns_contact *p = &l.items[k - 1];
+            disorder += !(p->i < c->i || (p->i == c->i && p->j < c->j));
+        }
+        payload += c->overlap != (float)(c->i & 0xFFFFu) || c->nx != (float)(c->j & 0xFFFFu) ||
+                   c->ny != (float)(c->j >> 16) || c->nz != (float)(c->i >> 16);
+    }
+    CHECK_EQ_U(disorder, 0);
+    CHECK_EQ_U(payload, 0);
+    CHECK_EQ_U(l.items[0].i, 0);
+    CHECK_EQ_U(l.items[0].j, 1);
+    CHECK_EQ_U(l.items[1].j, 0x80000001u);
+    CHECK_EQ_U(l.items[2].j, 0xFFFFFFFFu);
+    CHECK_EQ_U(l.items[n - 2].i, 0xFFFFFFF0u);
+    CHECK_EQ_U(l.items[n - 2].j, 0xFFFFFFF1u);
+    CHECK_EQ_U(l.items[n - 1].j, 0xFFFFFFFFu);
+    CHECK_EQ_U(l.items[n - 3].i, 0x80000000u);
+    CHECK_EQ_U(l.items[n - 4].i, 0x7FFFFFFFu);
+
+    /* sorting a sorted list changes nothing */
+    ns_contact_list copy;
+    ns_contact_list_init(&copy);
+    REQUIRE(ns_contact_list_reserve(&copy, n, &err) == NS_OK);
+    memcpy(copy.items, l.items, n * sizeof(ns_contact));
+    copy.count = n;
+    ns_contact_list_sort(&l);
+    tl_lists_equal(&copy, &l, "sorting twice");
+    ns_contact_list_free(&copy);
+    ns_contact_list_free(&l);
+}
+
+static void t_contact_list_reserve(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ns_contact_list l;
+    ns_error err;
+    ns_contact_list_init(&l);
+    check_set_context("ns_contact_list_reserve");
+    CHECK_STATUS(ns_contact_list_reserve(&l, 0, &err), NS_OK, &err);
+    CHECK_EQ_U(l.count, 0);
+    CHECK_STATUS(ns_contact_list_reserve(&l, 10, &err), NS_OK, &err);
+    CHECK_CMP_U(l.capacity, >=, 10);
+    CHECK(l.items != NULL);
+    CHECK_EQ_U(l.count, 0);
+    for (uint32_t k = 0; k < 10; k++) {
+        ns_contact c = {k, k + 1, (float)k, 0.0f, 0.0f, 1.0f};
+        l.items[l.count++] = c;
+    }
+    CHECK_STATUS(ns_contact_list_reserve(&l, 100000, &err), NS_OK, &err);
+    CHECK_CMP_U(l.capacity, >=, 100000);
+    CHECK_EQ_U(l.count, 10);
+    size_t ok = 0;
+    for (uint32_t k = 0; k < 10; k++)
+        ok += l.items[k].i == k && l.items[k].j == k + 1 && l.items[k].overlap == (float)k;
+    CHECK_EQ_U(ok, 10);
+    l.items[99999].i = 7; /* the capacity is really there (ASan would see) */
+    size_t cap = l.capacity;
+    CHECK_STATUS(ns_contact_list_reserve(&l, 5, &err), NS_OK, &err);
+    CHECK_EQ_U(l.capacity, cap); /* never shrinks */
+    CHECK_EQ_U(l.count, 10);
+    CHECK_EQ_U(l.items[9].j, 10);
+    ns_contact_list_free(&l);
+}
+
+/* An allocator refusing blocks over 1 GiB, so that huge requests fail
+ * cleanly (the C library or a sanitizer might abort on them instead). */
+static void *cap_malloc(size_t size, void *ctx)
+{
+    size_t *largest = ctx;
+    if (size > *largest)
+        *largest = size;
+    return size > ((size_t)1 << 30) ? NULL : malloc(size ? size : 1);
+}
+static void *cap_realloc(void *ptr, size_t size, void *ctx)
+{
+    size_t *largest = ctx;
+    if (size > *largest)
+        *largest = size;
+    return size > ((size_t)1 << 30) ? NULL : realloc(ptr, size ? size : 1);
+}
+static void cap_free(void *ptr, void *ctx)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static void t_reserve_huge(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    static size_t largest = 0;
+    ns_allocator a = {cap_malloc, cap_realloc, cap_free, &largest};
+    ns_set_allocator(&a);
+
+    ns_contact_list l;
+    ns_error err;
+    ns_contact_list_init(&l);
+    check_set_context("reserve through a capped allocator");
+    CHECK_STATUS(ns_contact_list_reserve(&l, 1000, &err), NS_OK, &err);
+    CHECK_CMP_U(largest, >=, 1000 * sizeof(ns_contact)); /* the hook is used */
+    l.items[0].i = 42;
+    l.count = 1;
+    size_t cap = l.capacity;
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX / sizeof(ns_contact) + 2,
+                           SIZE_MAX / sizeof(ns_contact), (size_t)1 << 40, NS_MAX_CONTACTS + 1};
+    for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
+        check_set_context("ns_contact_list_reserve(%zu)", huge[h]);
+        ns_status st = ns_contact_list_reserve(&l, huge[h], &err);
+        CHECK_MSG(st == NS_ERR_OUT_OF_MEMORY || st == NS_ERR_TOO_LARGE,
+                  "status %d (%s), want out of memory or too large", (int)st, ns_status_str(st));
+        if (st != NS_OK) {
+            CHECK_EQ_I(err.status, st);
+            CHECK_EQ_U(l.capacity, cap); /* unchanged */
+            CHECK_EQ_U(l.count, 1);
+            CHECK_EQ_U(l.items[0].i, 42);
+        }
+    }
+    check_set_context("reserve after failed huge reserves");
+    CHECK_STATUS(ns_contact_list_reserve(&l, 5000, &err), NS_OK, &err);
+    CHECK_EQ_U(l.items[0].i, 42);
+    ns_contact_list_free(&l);
+    ns_set_allocator(NULL);
+}
+
+static int refusal(ns_status st)
+{
+    return st == NS_ERR_OUT_OF_MEMORY || st == NS_ERR_TOO_LARGE || st == NS_ERR_INVALID_ARGUMENT;
+}
+
+static void t_huge_settings(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    /* huge table sizes and memory caps fail cleanly (no overflow, no crash);
+     * the allocator refuses blocks over 1 GiB */
+    static size_t largest = 0;
+    ns_allocator a = {cap_malloc, cap_realloc, cap_free, &largest};
+    ns_set_allocator(&a);
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 1000, 1, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+
+    const size_t tables[] = {SIZE_MAX, SIZE_MAX / 2, SIZE_MAX / sizeof(void *) + 1,
+                             (size_t)1 << 40};
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        if (!K->uses_table_size)
+            continue;
+        for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+            ns_config cfg = ns_config_default();
+            cfg.table_size = tables[t];
+            check_set_context("kernel %s, table_size = %zu", K->name, tables[t]);
+            ns_status st = tl_find(K, &p, &cfg, &got, &err);
+            CHECK_MSG(refusal(st),
+                      "status %d (%s): want out of memory, too large or invalid "
+                      "argument",
+                      (int)st, ns_status_str(st));
+        }
+        check_set_context("kernel %s after huge table sizes", K->name);
+        CHECK_STATUS(tl_find(K, &p, NULL, &got, &err), NS_OK, &err);
+        tl_lists_equal(&ref, &got, check_context);
+    }
+
+    /* a dense grid with no cap over a layout whose cell count overflows 64 bits */
+    tl_set far;
+    tl_set_init(&far, 4);
+    tl_set_put(&far, 0, -1e12f, -1e12f, -1e12f, 1e5f);
+    tl_set_put(&far, 1, -1e12f, -1e12f, -1e12f, 1e5f);
+    tl_set_put(&far, 2, 1e12f, 1e12f, 1e12f, 1e5f);
+    tl_set_put(&far, 3, 0.0f, 0.0f, 0.0f, 1e5f);
+    ns_particles fp = tl_particles(&far);
+    tl_set mid;
+    tl_set_init(&mid, 2);
+    tl_set_put(&mid, 0, 0.0f, 0.0f, 0.0f, 0.5f);
+    tl_set_put(&mid, 1, 1e5f, 1e5f, 1e5f, 0.5f); /* ~1e15 cells */
+    ns_particles mp = tl_particles(&mid);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_config cfg = ns_config_default();
+        cfg.grid_max_bytes = SIZE_MAX;
+        for (int c = 0; c < 2; c++) {
+            check_set_context("kernel %s, grid_max_bytes = SIZE_MAX, %s", K->name,
+                              c ? "1e15 cells" : "1e21 cells (overflows size_t)");
+            ns_status st = tl_find(K, c ? &mp : &fp, &cfg, &got, &err);
+            if (tl_is_dense(K)) {
+                CHECK_MSG(st == NS_ERR_TOO_LARGE || st == NS_ERR_OUT_OF_MEMORY,
+                          "status %d (%s): want too large or out of memory", (int)st,
+                          ns_status_str(st));
+            } else {
+                CHECK_STATUS(st, NS_OK, &err);
+                CHECK_EQ_U(got.count, c ? 0 : 1);
+            }
+        }
+    }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+    tl_set_free(&far);
+    tl_set_free(&mid);
+    ns_set_allocator(NULL);
+}
+
+/* ---- threads ---- */
+
+static void t_explicit_threads(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const int threads[] = {1, 2, 3, 8};
+    const char *workloads[] = {"uniform", "clusters", "dambreak"};
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    int parallel_seen = 0;
+    for (size_t w = 0; w < 3; w++) {
+        tl_set s;
+        tl_generate(tl_workload(workloads[w]), 3000, 9, &s);
+        ns_particles p = tl_particles(&s);
+        ns_error err;
+        CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+        CHECK(ref.count > 0);
+        for (size_t k = 0; k < ns_kernel_count(); k++) {
+            const ns_kernel *K = ns_kernel_at(k);
+            parallel_seen |= K->parallel;
+            for (size_t t = 0; t < 4; t++) {
+                if (!K->parallel && threads[t] != 3)
+                    continue; /* serial kernels ignore threads: one check suffices */
+                ns_config cfg = ns_config_default();
+                cfg.threads = threads[t];
+                char what[120];
+                snprintf(what, sizeof what, "kernel %s, config.threads = %d, %s n=3000", K->name,
+                         threads[t], workloads[w]);
+                check_set_context("%s", what);
+                CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
+                tl_lists_equal(&ref, &got, what);
+                CHECK_STATUS(tl_find_index(K, &p, &cfg, &got, &err), NS_OK, &err);
+                tl_lists_equal(&ref, &got, what);
+            }
+        }
+        tl_set_free(&s);
+    }
+    /* more threads than particles */
+    for (size_t n = 0; n <= 5; n++) {
+        tl_set s;
+        tl_generate(tl_workload("clusters"), n, 1, &s);
+        for (size_t i = 0; i < n; i++)
+            s.pos[3 * i] = s.pos[0]; /* bring them together: some contacts */
+        ns_particles p = tl_particles(&s);
+        ns_error err;
+        CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+        for (size_t k = 0; k < ns_kernel_count(); k++) {
+            const ns_kernel *K = ns_kernel_at(k);
+            if (!K->parallel)
+                continue;
+            ns_config cfg = ns_config_default();
+            cfg.threads = 64;
+            check_set_context("kernel %s, config.threads = 64, n = %zu", K->name, n);
+            CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
+            tl_lists_equal(&ref, &got, check_context);
+        }
+        tl_set_free(&s);
+    }
+    check_set_context("a parallel kernel exists");
+    CHECK(parallel_seen);
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+}
+
+static void t_bad_threads(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 100, 1, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        if (!K->parallel)
+            continue;
+        ns_config cfg = ns_config_default();
+        ns_error err;
+        const int bad[] = {-1, -8, INT32_MIN};
+        for (int b = 0; b < 3; b++) {
+            cfg.threads = bad[b];
+            check_set_context("kernel %s, config.threads = %d (a bad setting)", K->name, bad[b]);
+            CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        }
+    }
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+static void t_concurrent_searches(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    /* different lists and indexes from different threads at once; parallel
+     * kernels inside the region follow OpenMP nesting (one thread by default) */
+    tl_set s;
+    tl_generate(tl_workload("clusters"), 2000, 6, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref;
+    ns_contact_list_init(&ref);
+    ns_error err;
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+    enum { T = 4, ROUNDS = 3 };
+    size_t nk = ns_kernel_count();
+    int *ok = calloc(T * nk, sizeof(int));
+    REQUIRE(ok != NULL);
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num();
+        ns_contact_list mine;
+        ns_contact_list_init(&mine);
+        for (int r = 0; r < ROUNDS; r++)
+            for (size_t k = 0; k < nk; k++) {
+                const ns_kernel *K = ns_kernel_at((k + (size_t)t) % nk);
+                ns_error e;
+                int good = ns_find_contacts(K, &p, NULL, &mine, &e) == NS_OK;
+                if (good) {
+                    ns_contact_list_sort(&mine);
+                    good = tl_first_difference(&ref, &mine) == SIZE_MAX;
+                }
+                ns_index *index = NULL;
+                if (good && ns_index_create(K, NULL, &index, &e) == NS_OK) {
+                    good = ns_index_build(index, &p, &e) == NS_OK &&
+                           ns_index_query(index, &mine, &e) == NS_OK;
+                    ns_contact_list_sort(&mine);
+                    good = good && tl_first_difference(&ref, &mine) == SIZE_MAX;
+                    ns_index_destroy(index);
+                } else {
+                    good = 0;
+                }
+                ok[(size_t)t * nk + (k + (size_t)t) % nk] += good;
+            }
+        ns_contact_list_free(&mine);
+    }
+    for (int t = 0; t < T; t++)
+        for (size_t k = 0; k < nk; k++) {
+            check_set_context("thread %d, kernel %s", t, ns_kernel_at(k)->name);
+            CHECK_EQ_I(ok[(size_t)t * nk + k], ROUNDS);
+        }
+    free(ok);
+    ns_contact_list_free(&ref);
+    tl_set_free(&s);
+}
+
+/* ---- the test library itself: the comparisons can fail ---- */
+
+static void t_testlib_selftest(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ns_contact_list a, b;
+    ns_contact_list_init(&a);
+    ns_contact_list_init(&b);
+    ns_error err;
+    REQUIRE(ns_contact_list_reserve(&a, 4, &err) == NS_OK);
+    REQUIRE(ns_contact_list_reserve(&b, 4, &err) == NS_OK);
+    ns_contact c0 = {0, 1, 0.5f, 1.0f, 0.0f, 0.0f}, c1 = {0, 2, 0.25f, 0.0f, 0.6f, 0.8f};
+    a.items[0] = b.items[0] = c0;
+    a.items[1] = b.items[1] = c1;
+    a.count = b.count = 2;
+    check_set_context("testlib self-test");
+    CHECK_EQ_U(tl_first_difference(&a, &b), SIZE_MAX);
+    b.items[1].overlap = nextafterf(0.25f, 1.0f); /* one ulp */
+    CHECK_EQ_U(tl_first_difference(&a, &b), 1);
+    b.items[1] = c1;
+    b.items[0].ny = -0.0f; /* sign of zero */
+    CHECK_EQ_U(tl_first_difference(&a, &b), 0);
+    b.items[0] = c0;
+    b.count = 1;
+    CHECK_EQ_U(tl_first_difference(&a, &b), 1);
+    b.count = 2;
+    b.items[1].j = 3;
+    CHECK_EQ_U(tl_first_difference(&a, &b), 1);
+
+    /* the property check flags -0 and duplicates (its failures are expected) */
+    float pos[9] = {0, 0, 0, 1, 0, 0, 0, 0.6f, 0.8f};
+    float rad[3] = {1, 1, 1};
+    ns_particles p = {3, pos, rad, 0};
+    b.items[1] = c1;
+    int before = check_failures;
+    fprintf(stderr, "--- expected failure reports follow ---\n");
+    tl_check_contacts(&p, &b, "self-test: a correct list");
+    int after_good = check_failures;
+    b.items[0].ny = -0.0f;
+    tl_check_contacts(&p, &b, "self-test: -0 in a normal");
+    int after_neg = check_failures;
+    b.items[0] = c0;
+    b.items[1] = c0;
+    tl_check_contacts(&p, &b, "self-test: duplicate");
+    int after_dup = check_failures;
+    b.items[1] = c1;
+    b.items[1].nz = 0.9f;
+    tl_check_contacts(&p, &b, "self-test: normal not unit");
+    int after_len = check_failures;
+    fprintf(stderr, "--- end of expected failure reports ---\n");
+    check_failures = before;
+    CHECK_EQ_I(after_good, before);
+    CHECK_EQ_I(after_neg, after_good + 1);
+    CHECK_EQ_I(after_dup, after_neg + 1);
+    CHECK_EQ_I(after_len, after_dup + 1);
+
+    /* the reference predicate: touching is no contact, 0.999 is */
+    float tp[12] = {0, 0, 0, 1, 0, 0, 10, 0, 0, 10.999f, 0, 0};
+    ns_particles tpp = {4, tp, NULL, 0.5f};
+    tl_reference(&tpp, &a);
+    CHECK_EQ_U(a.count, 1);
+    CHECK_EQ_U(a.items[0].i, 2);
+    ns_contact_list_free(&a);
+    ns_contact_list_free(&b);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(int argc, char **argv);
+} cases[] = {
+    {"status_str", t_status_str},
+    {"kernel_table", t_kernel_table},
+    {"workload_table", t_workload_table},
+    {"workload_determinism", t_workload_determinism},
+    {"workload_sanity", t_workload_sanity},
+    {"uniform_density", t_uniform_density},
+    {"config_default", t_config_default},
+    {"null_arguments", t_null_arguments},
+    {"index_api", t_index_api},
+    {"index_info", t_index_info},
+    {"contact_list_sort", t_contact_list_sort},
+    {"contact_list_reserve", t_contact_list_reserve},
+    {"reserve_huge", t_reserve_huge},
+    {"huge_settings", t_huge_settings},
+    {"explicit_threads", t_explicit_threads},
+    {"bad_threads", t_bad_threads},
+    {"concurrent_searches", t_concurrent_searches},
+    {"testlib_selftest", t_testlib_selftest},
+};
+
+int main(int argc, char **argv)
+{
+    size_t ncases = sizeof cases / sizeof cases[0];
+    if (argc < 2) {
+        for (size_t i = 0; i < ncases; i++)
+            printf("%s\n", cases[i].name);
+        return 0;
+    }
+    for (size_t i = 0; i < ncases; i++)
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            cases[i].fn(argc - 2, argv + 2);
+            char name[120];
+            snprintf(name, sizeof name, "unit/%s", cases[i].name);
+            return check_report(name);
+        }
+    fprintf(stderr, "unknown case '%s'\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,88 @@
+/* testlib.h - helpers shared by the nsearch tests: particle sets, running a
+ * kernel, exact comparison of contact lists, contact property checks and an
+ * independent O(n^2) reference written from DESIGN.md's predicate. */
+#ifndef NS_TESTLIB_H
+#define NS_TESTLIB_H
+
+#include "check.h"
+#include "nsearch.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status check that prints both names and the error message. */
+#define CHECK_STATUS(got, want, errp)                                                              \
+    do {                                                                                           \
+        ns_status check_sg_ = (got), check_sw_ = (want);                                           \
+        const ns_error *check_e_ = (errp);                                                         \
+        CHECK_COUNT_();                                                                            \
+        if (check_sg_ != check_sw_ && check_fail(__FILE__, __LINE__))                              \
+            fprintf(stderr, "  status %s: got %d (%s), want %d (%s); message: %s\n", #got,         \
+                    (int)check_sg_, ns_status_str(check_sg_), (int)check_sw_,                      \
+                    ns_status_str(check_sw_), check_e_ ? check_e_->message : "(no ns_error)");     \
+    } while (0)
+
+/* A particle set owned by the test (plain malloc, never the library's hook).
+ * pos and radius are never NULL, even for n = 0. */
+typedef struct tl_set {
+    size_t n;
+    float *pos;
+    float *radius;
+} tl_set;
+
+void tl_set_init(tl_set *s, size_t n);
+void tl_set_free(tl_set *s);
+void tl_set_put(tl_set *s, size_t i, float x, float y, float z, float r);
+/* Appends the particles of b to a (a grows). */
+void tl_set_append(tl_set *a, const tl_set *b);
+/* Per-particle radii view of the set. */
+ns_particles tl_particles(const tl_set *s);
+/* Fills s (re-initialised to n particles) from a workload generator. */
+void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
+
+const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */
+const ns_workload *tl_workload(const char *name); /* REQUIREs it exists */
+int tl_is_dense(const ns_kernel *k);              /* a dense-grid kernel (may refuse for memory) */
+
+float tl_radius(const ns_particles *p, size_t i);
+uint32_t tl_bits(float f);
+
+/* splitmix64 */
+uint64_t tl_rng(uint64_t *state);
+float tl_rng_float(uint64_t *state, float lo, float hi);
+
+/* Runs ns_find_contacts and, on NS_OK, sorts the list. On failure it checks
+ * the documented failure contract: err->status == returned status, a
+ * non-empty message, and contacts->count == 0. err may be NULL (a local one
+ * is used). */
+ns_status tl_find(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
+                  ns_contact_list *contacts, ns_error *err);
+/* The same through create / build / query / destroy. */
+ns_status tl_find_index(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
+                        ns_contact_list *contacts, ns_error *err);
+
+/* Index of the first contact where a and b differ (bitwise, including the
+ * sign of zero), or SIZE_MAX when they are identical. Count differences
+ * give min(count) when the common prefix is equal. */
+size_t tl_first_difference(const ns_contact_list *a, const ns_contact_list *b);
+/* Exact comparison; on a difference records a failure, prints the first
+ * differing contact and returns 0. */
+int tl_lists_equal(const ns_contact_list *ref, const ns_contact_list *got, const char *what);
+void tl_print_contact(const char *label, const ns_contact *c);
+
+/* Properties of a sorted contact list for particles p:
+ * i < j < n, strictly increasing (i, j) (no duplicates), overlap finite and
+ * in [0, r_i + r_j], normal finite with no -0, unit length within float
+ * rounding, and (0, 0, 0) exactly when the centres coincide (d2 == 0). */
+void tl_check_contacts(const ns_particles *p, const ns_contact_list *c, const char *what);
+
+/* The test's own O(n^2) search, written from DESIGN.md's predicate
+ * (dx = x_j - x_i, d2 = dx*dx + dy*dy + dz*dz, contact iff d2 < (r_i+r_j)^2).
+ * Fills out (a list from ns_contact_list_init) in (i, j) order. */
+void tl_reference(const ns_particles *p, ns_contact_list *out);
+/* Compares a kernel's sorted list with tl_reference's: same pairs, overlap
+ * bitwise equal, normal within 1e-6 of (dx, dy, dz) / d (the normal is
+ * checked exactly between kernels by tl_lists_equal). */
+void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got, const char *what);
+
+#endif /* NS_TESTLIB_H */

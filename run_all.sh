@@ -25,7 +25,7 @@ log() { printf '[run_all] %s\n' "$*"; }
 die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 
 # Debian packages the build and tests need.
-BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf)
+BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,7 +65,8 @@ typedef enum ns_status {
     NS_ERR_OUT_OF_MEMORY,     /* an allocation failed; nothing leaked */
     NS_ERR_TOO_LARGE,         /* too many particles, cell coordinates beyond 2^62,
                                  or a dense grid over its memory cap */
-    NS_ERR_TOO_MANY_CONTACTS  /* more contacts than config.max_contacts */
+    NS_ERR_TOO_MANY_CONTACTS, /* more contacts than config.max_contacts */
+    NS_ERR_IO                 /* writing a file failed */
 } ns_status;
 
 /* A short stable name for a status, e.g. "too large". Never NULL. */
@@ -74,6 +76,7 @@ const char *ns_status_str(ns_status status);
 typedef struct ns_error {
     ns_status status;
     size_t particle; /* first offending particle, or NS_NO_PARTICLE */
+    size_t line;     /* 1-based line of a particle file (parser), or 0 */
     char message[256];
 } ns_error;
 #define NS_NO_PARTICLE SIZE_MAX
@@ -162,6 +165,7 @@ typedef struct ns_index_info {
     size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
     size_t cells;            /* grid cells, for grid kernels; else 0 */
     double cell_size;        /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
+    size_t candidates;       /* pairs the last query tested by distance (its work) */
 } ns_index_info;
 void ns_index_get_info(const ns_index *index, ns_index_info *info);
 
@@ -180,6 +184,47 @@ typedef struct ns_workload {
 size_t ns_workload_count(void);
 const ns_workload *ns_workload_at(size_t k);
 const ns_workload *ns_workload_find(const char *name);
+
+/* Particle files: text, one particle per line, `x,y,z` or `x,y,z,r` (spaces
+ * around fields allowed, CRLF accepted). Blank lines and lines starting with
+ * `#` are skipped anywhere; the first other line may be the header `x,y,z`
+ * or `x,y,z,r`. Every data line has the same number of fields; each is a C
+ * floating-point literal (strtod, the whole field), finite and within a
+ * float's range; radii are non-negative. Particles are numbered 0, 1, ... in
+ * file order, counting data lines only. */
+typedef struct ns_particle_file {
+    size_t n;
+    float *pos;    /* 3n floats */
+    float *radius; /* n floats, or NULL when the file has three columns */
+    int columns;   /* 3 or 4; 0 when the file has neither header nor data */
+    bool header;   /* the file has a header line */
+} ns_particle_file;
+
+/* Parses text[0..len). On error fills err with NS_ERR_INVALID_INPUT, the
+ * 1-based line and a message naming the bad value ("radius -1 is
+ * negative"), and leaves *out empty. */
+ns_status ns_particle_file_parse(const char *text, size_t len, ns_particle_file *out,
+                                 ns_error *err);
+void ns_particle_file_free(ns_particle_file *file);
+/* The 1-based line of particle k in text (0 when there is no such particle). */
+size_t ns_particle_file_line(const char *text, size_t len, size_t k);
+/* Writes the particle-file form (header x,y,z,r, numbers as %.9g). */
+ns_status ns_particles_write(FILE *out, const ns_particles *particles, ns_error *err);
+
+/* Contact files, in the list's order (sort it first).
+ * NS_FORMAT_CSV: the line `i,j,overlap,nx,ny,nz`, then one line per contact,
+ * numbers as printf's %.9g (a float round-trips).
+ * NS_FORMAT_BIN: little-endian; a 24-byte header: the 8 bytes "NSCONTAC",
+ * uint32 version (1), uint32 record size (24), uint64 record count; then per
+ * contact uint32 i, uint32 j, float overlap, float nx, ny, nz. */
+typedef enum ns_format { NS_FORMAT_CSV, NS_FORMAT_BIN } ns_format;
+#define NS_BIN_MAGIC "NSCONTAC"
+#define NS_BIN_VERSION 1
+ns_status ns_contacts_write(FILE *out, const ns_contact_list *contacts, ns_format format,
+                            ns_error *err);
+/* Formats a float exactly as printf("%.9g") does, faster; returns the length
+ * written to buf (at least 16 bytes; no terminating NUL). */
+size_t ns_format_float(char *buf, float value);
 
 /* Allocation hooks, for embedding and for tests. NULL restores the C library.
  * Must be called before any other call and never concurrently with one. */

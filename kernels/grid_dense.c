@@ -88,12 +88,14 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     return NS_OK;
 }
 
-static ns_status query(void *p, const ns__input *in, ns_contact_list *out, ns_error *err)
+static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_t *candidates,
+                       ns_error *err)
 {
     const state *s = p;
     const ns__frame *f = &in->frame;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     ns_contact c;
+    size_t tested = 0;
     for (size_t i = 0; i < in->n; i++) {
         const float *x = in->pos + 3 * i;
         int64_t lo[3], hi[3];
@@ -109,7 +111,10 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, ns_er
                     size_t cell = (size_t)((z * s->dim[1] + y) * s->dim[0] + xc);
                     for (uint32_t e = start[cell]; e < start[cell + 1]; e++) {
                         uint32_t j = entries[e];
-                        if (j > i && ns__contact(in, (uint32_t)i, j, &c)) {
+                        if (j <= i)
+                            continue;
+                        tested++;
+                        if (ns__contact(in, (uint32_t)i, j, &c)) {
                             ns_status st = ns__list_push(out, &c, in->max_contacts, err);
                             if (st != NS_OK)
                                 return st;
@@ -117,6 +122,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, ns_er
                     }
                 }
     }
+    *candidates = tested;
     return NS_OK;
 }
 

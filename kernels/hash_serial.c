@@ -49,24 +49,30 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     return NS_OK;
 }
 
-static ns_status query(void *p, const ns__input *in, ns_contact_list *out, ns_error *err)
+static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_t *candidates,
+                       ns_error *err)
 {
     const state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     uint32_t buckets[27];
     ns_contact c;
+    size_t tested = 0;
     for (uint32_t i = 0; i < in->n; i++) {
         int m = ns__neighbour_buckets(in, i, buckets);
         for (int k = 0; k < m; k++)
             for (uint32_t e = start[buckets[k]]; e < start[buckets[k] + 1]; e++) {
                 uint32_t j = entries[e];
-                if (j > i && ns__contact(in, i, j, &c)) {
+                if (j <= i)
+                    continue;
+                tested++;
+                if (ns__contact(in, i, j, &c)) {
                     ns_status st = ns__list_push(out, &c, in->max_contacts, err);
                     if (st != NS_OK)
                         return st;
                 }
             }
     }
+    *candidates = tested;
     return NS_OK;
 }
 

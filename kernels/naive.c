@@ -11,9 +11,11 @@ static ns_status build(void **state, const ns__input *in, ns_error *err)
     return NS_OK;
 }
 
-static ns_status query(void *state, const ns__input *in, ns_contact_list *out, ns_error *err)
+static ns_status query(void *state, const ns__input *in, ns_contact_list *out, size_t *candidates,
+                       ns_error *err)
 {
     (void)state;
+    *candidates = in->n * (in->n - 1) / 2;
     ns_contact c;
     for (uint32_t i = 0; i < in->n; i++)
         for (uint32_t j = i + 1; j < in->n; j++)

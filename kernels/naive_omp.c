@@ -39,8 +39,10 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     return NS_OK;
 }
 
-static ns_status query(void *p, const ns__input *in, ns_contact_list *list, ns_error *err)
+static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size_t *candidates,
+                       ns_error *err)
 {
+    *candidates = in->n * (in->n - 1) / 2;
     state *s = p;
     ns__tbufs_reset(&s->out);
     long long n = (long long)in->n;

@@ -17,6 +17,7 @@ const char *ns_status_str(ns_status status)
     case NS_ERR_OUT_OF_MEMORY: return "out of memory";
     case NS_ERR_TOO_LARGE: return "too large";
     case NS_ERR_TOO_MANY_CONTACTS: return "too many contacts";
+    case NS_ERR_IO: return "I/O error";
     }
     return "unknown status";
 }
@@ -26,6 +27,7 @@ ns_status ns__fail(ns_error *err, ns_status status, size_t particle, const char 
     if (err) {
         err->status = status;
         err->particle = particle;
+        err->line = 0;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
@@ -45,6 +47,7 @@ void ns__ok(ns_error *err)
     if (err) {
         err->status = NS_OK;
         err->particle = NS_NO_PARTICLE;
+        err->line = 0;
         err->message[0] = '\0';
     }
 }
@@ -211,10 +214,41 @@ static int compare_contacts(const void *a, const void *b)
     return 0;
 }
 
+/* One stable counting-sort pass by i (by_i) or j, from src to dst. */
+static void sort_pass(const ns_contact *src, ns_contact *dst, size_t count, size_t *start,
+                      size_t keys, bool by_i)
+{
+    memset(start, 0, (keys + 1) * sizeof *start);
+    for (size_t k = 0; k < count; k++)
+        start[(by_i ? src[k].i : src[k].j) + 1]++;
+    for (size_t key = 1; key <= keys; key++)
+        start[key] += start[key - 1];
+    for (size_t k = 0; k < count; k++)
+        dst[start[by_i ? src[k].i : src[k].j]++] = src[k];
+}
+
+/* A radix sort (by j, then stably by i) in O(count + n) when it can have
+ * the memory; qsort otherwise. */
 void ns_contact_list_sort(ns_contact_list *list)
 {
-    if (list && list->count > 1)
+    if (!list || list->count < 2)
+        return;
+    uint32_t max_index = 0;
+    for (size_t k = 0; k < list->count; k++)
+        max_index = list->items[k].j > max_index ? list->items[k].j : max_index;
+    size_t keys = (size_t)max_index + 1;
+    size_t *start = list->count >= 256 && keys <= 4 * list->count
+                        ? ns__malloc_array(keys + 1, sizeof *start)
+                        : NULL;
+    ns_contact *tmp = start ? ns__malloc_array(list->count, sizeof *tmp) : NULL;
+    if (tmp) {
+        sort_pass(list->items, tmp, list->count, start, keys, false);
+        sort_pass(tmp, list->items, list->count, start, keys, true);
+    } else {
         qsort(list->items, list->count, sizeof(ns_contact), compare_contacts);
+    }
+    ns__free(tmp);
+    ns__free(start);
 }
 
 ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts)

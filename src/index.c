@@ -13,6 +13,7 @@ struct ns_index {
     void *state;   /* the kernel's, kept across builds */
     bool built;    /* the last build succeeded */
     bool trivial;  /* no contact is possible: fewer than 2 particles or all radii 0 */
+    size_t candidates; /* pairs tested by the last query */
 };
 
 /* Bounds, largest radius and a cheap validity check in one pass over the
@@ -175,11 +176,13 @@ ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *e
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "%s is NULL", index ? "contact list" : "index");
     contacts->count = 0;
+    index->candidates = 0;
     if (!index->built)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "query of an index without a successful build");
     if (!index->trivial) {
-        ns_status s = index->kernel->ops->query(index->state, &index->in, contacts, err);
+        ns_status s = index->kernel->ops->query(index->state, &index->in, contacts,
+                                                &index->candidates, err);
         if (s != NS_OK) {
             contacts->count = 0;
             return s;
@@ -195,6 +198,7 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info)
     if (!index)
         return;
     info->bytes = sizeof *index;
+    info->candidates = index->candidates;
     if (index->built && !index->trivial) {
         if (index->state)
             index->kernel->ops->info(index->state, info);

@@ -62,7 +62,9 @@ typedef struct ns__input {
  * memory is reused; build may be called again on a non-NULL state. */
 struct ns_kernel_ops {
     ns_status (*build)(void **state, const ns__input *in, ns_error *err);
-    ns_status (*query)(void *state, const ns__input *in, ns_contact_list *out, ns_error *err);
+    /* Fills out; *candidates = the pairs it tested with ns__contact(). */
+    ns_status (*query)(void *state, const ns__input *in, ns_contact_list *out, size_t *candidates,
+                       ns_error *err);
     void (*info)(const void *state, ns_index_info *info);
     void (*destroy)(void *state);
 };

@@ -1,0 +1,702 @@
+/* nsearch-bench - the benchmark harness: every kernel x workload x n x
+ * threads on Google Benchmark (through bench_shim.h), each configuration
+ * validated exactly against a reference before it is timed.
+ *
+ * Names: kernel/workload/n:N/threads:T, T the threads the kernel really
+ * uses. Timed per iteration (manual time): ns_index_build + ns_index_query,
+ * i.e. from the caller's particle arrays to the complete contact list, on an
+ * index and a contact list reused across iterations as a simulation reuses
+ * them across frames. Not timed: generating the particles, the reference,
+ * validation, sorting. */
+#define _DEFAULT_SOURCE
+
+#include "bench_shim.h"
+
+#include <nsearch.h>
+
+#include <errno.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RESULTS_FORMAT_VERSION "1"
+#define REFERENCE_MAX_N 100000 /* naive is the reference up to here */
+#define SEED 1
+
+static const size_t uniform_sizes[] = {100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
+static const size_t other_sizes[] = {1000, 10000, 100000};
+static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 10000000};
+
+/* One benchmark configuration. */
+typedef struct config {
+    const ns_kernel *kernel;
+    const ns_workload *workload;
+    size_t n;
+    int threads;
+    char name[160];
+    int checked;       /* 0: not yet; 1: VALID; -1: INVALID or refused */
+    char verdict[600]; /* the label, or the reason it was skipped */
+} config;
+
+static bool any_invalid = false;
+static size_t n_valid = 0, n_invalid = 0, n_refused = 0;
+
+/* Particles and the reference contacts of the last (workload, n). */
+static struct {
+    const ns_workload *workload;
+    size_t n;
+    float *pos, *radius;
+    ns_contact_list reference; /* sorted */
+    const char *reference_name; /* "naive", "hash_serial (checked against grid_dense)" */
+    ns_status reference_status;
+    char reference_error[300];
+} cache;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("nsearch-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static double now(void)
+{
+    return omp_get_wtime();
+}
+
+static ns_status search_once(const ns_kernel *k, const ns_particles *p, int threads,
+                             ns_contact_list *out, ns_error *err)
+{
+    ns_config c = ns_config_default();
+    c.threads = threads;
+    ns_status s = ns_find_contacts(k, p, &c, out, err);
+    if (s == NS_OK)
+        ns_contact_list_sort(out);
+    return s;
+}
+
+/* Index of the first difference of two sorted lists, or SIZE_MAX. */
+static size_t first_difference(const ns_contact_list *a, const ns_contact_list *b)
+{
+    size_t n = a->count < b->count ? a->count : b->count;
+    for (size_t k = 0; k < n; k++)
+        if (memcmp(&a->items[k], &b->items[k], sizeof(ns_contact)) != 0)
+            return k;
+    return a->count == b->count ? SIZE_MAX : n;
+}
+
+static void describe_difference(char *buf, size_t size, const char *ref_name,
+                                const ns_contact_list *ref, const char *name,
+                                const ns_contact_list *got, size_t k)
+{
+    char a[120] = "(none)", b[120] = "(none)";
+    if (k < ref->count) {
+        const ns_contact *c = &ref->items[k];
+        snprintf(a, sizeof a, "(%u,%u,%.9g,%.9g,%.9g,%.9g)", (unsigned)c->i, (unsigned)c->j,
+                 (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
+    }
+    if (k < got->count) {
+        const ns_contact *c = &got->items[k];
+        snprintf(b, sizeof b, "(%u,%u,%.9g,%.9g,%.9g,%.9g)", (unsigned)c->i, (unsigned)c->j,
+                 (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
+    }
+    snprintf(buf, size,
+             "INVALID vs %s: %zu contacts, reference %zu; first difference at sorted contact "
+             "%zu: %s %s, %s %s",
+             ref_name, got->count, ref->count, k, ref_name, a, name, b);
+}
+
+/* The particles and reference for (workload, n), computed once and shared by
+ * every kernel: naive up to REFERENCE_MAX_N; above, hash_serial, itself
+ * checked against grid_dense (or hash_parallel where the grid is refused). */
+static void prepare(const ns_workload *w, size_t n)
+{
+    if (cache.workload == w && cache.n == n && cache.pos)
+        return;
+    free(cache.pos);
+    free(cache.radius);
+    cache.workload = w;
+    cache.n = n;
+    cache.pos = malloc(3 * n * sizeof(float) + 1);
+    cache.radius = malloc(n * sizeof(float) + 1);
+    if (!cache.pos || !cache.radius)
+        die("out of memory for %zu particles", n);
+    w->generate(n, SEED, cache.pos, cache.radius);
+    ns_particles p = {n, cache.pos, cache.radius, 0.0f};
+    ns_error err;
+    fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w->name, n);
+    double t0 = now();
+    if (n <= REFERENCE_MAX_N) {
+        cache.reference_name = "naive";
+        cache.reference_status = search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
+    } else {
+        cache.reference_name = "hash_serial";
+        cache.reference_status =
+            search_once(ns_kernel_find("hash_serial"), &p, 1, &cache.reference, &err);
+        if (cache.reference_status == NS_OK) {
+            ns_contact_list second;
+            ns_contact_list_init(&second);
+            const char *other = "grid_dense";
+            ns_status s = search_once(ns_kernel_find(other), &p, 1, &second, &err);
+            if (s != NS_OK) {
+                other = "hash_parallel";
+                s = search_once(ns_kernel_find(other), &p, 0, &second, &err);
+            }
+            size_t k = s == NS_OK ? first_difference(&cache.reference, &second) : SIZE_MAX;
+            if (s != NS_OK) {
+                cache.reference_status = s;
+            } else if (k != SIZE_MAX) {
+                describe_difference(err.message, sizeof err.message, "hash_serial",
+                                    &cache.reference, other, &second, k);
+                cache.reference_status = NS_ERR_INVALID_INPUT; /* the reference is in doubt */
+                any_invalid = true;
+            } else {
+                cache.reference_name = strcmp(other, "grid_dense") == 0
+                                           ? "hash_serial (checked against grid_dense)"
+                                           : "hash_serial (checked against hash_parallel)";
+            }
+            ns_contact_list_free(&second);
+        }
+    }
+    if (cache.reference_status != NS_OK)
+        snprintf(cache.reference_error, sizeof cache.reference_error, "reference %s failed: %s",
+                 cache.reference_name, err.message);
+    fprintf(stderr, " %zu contacts by %s (%.1f s)\n", cache.reference.count, cache.reference_name,
+            now() - t0);
+}
+
+static size_t peak_rss_bytes(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (size_t)u.ru_maxrss * 1024 : 0;
+}
+
+static bool is_refusal(ns_status s)
+{
+    return s == NS_ERR_TOO_LARGE || s == NS_ERR_TOO_MANY_CONTACTS || s == NS_ERR_OUT_OF_MEMORY;
+}
+
+static void run_config(nsb_state *st, void *arg)
+{
+    config *c = arg;
+    char *msg = c->verdict;
+    size_t msg_size = sizeof c->verdict;
+    if (c->checked < 0) { /* a later repetition of a configuration that failed */
+        nsb_skip_with_error(st, msg);
+        return;
+    }
+    prepare(c->workload, c->n);
+    if (cache.reference_status != NS_OK) {
+        nsb_skip_with_error(st, cache.reference_error);
+        return;
+    }
+    ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
+    ns_config cfg = ns_config_default();
+    cfg.threads = c->threads;
+    ns_error err;
+    ns_index *index = NULL;
+    ns_contact_list contacts;
+    ns_contact_list_init(&contacts);
+
+    /* a first, untimed search: validation, and warm memory for the loop */
+    ns_status s = ns_index_create(c->kernel, &cfg, &index, &err);
+    if (s == NS_OK)
+        s = ns_index_build(index, &p, &err);
+    if (s == NS_OK)
+        s = ns_index_query(index, &contacts, &err);
+    if (s != NS_OK) {
+        snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
+                 ns_status_str(s));
+        if (is_refusal(s))
+            n_refused++;
+        else
+            any_invalid = true, n_invalid++;
+        c->checked = -1;
+        nsb_skip_with_error(st, msg);
+        goto done;
+    }
+    if (!c->checked) { /* once per configuration, before any timing */
+        ns_contact_list_sort(&contacts);
+        size_t k = first_difference(&cache.reference, &contacts);
+        if (k != SIZE_MAX) {
+            describe_difference(msg, msg_size, cache.reference_name, &cache.reference,
+                                c->kernel->name, &contacts, k);
+            any_invalid = true;
+            n_invalid++;
+            c->checked = -1;
+            nsb_skip_with_error(st, msg);
+            goto done;
+        }
+        n_valid++;
+        c->checked = 1;
+        snprintf(msg, msg_size, "VALID vs %s", cache.reference_name);
+    }
+    nsb_set_label(st, msg);
+
+    /* the timed loop */
+    double build = 0.0, query = 0.0;
+    int64_t iterations = 0;
+    while (nsb_keep_running(st)) {
+        double t0 = now();
+        s = ns_index_build(index, &p, &err);
+        double t1 = now();
+        if (s == NS_OK)
+            s = ns_index_query(index, &contacts, &err);
+        double t2 = now();
+        nsb_set_iteration_time(st, t2 - t0);
+        build += t1 - t0;
+        query += t2 - t1;
+        iterations++;
+        if (s != NS_OK) {
+            snprintf(msg, msg_size, "error while timing: %s (%s)", err.message, ns_status_str(s));
+            c->checked = -1;
+            nsb_skip_with_error(st, msg);
+            break;
+        }
+    }
+    if (s == NS_OK && iterations > 0) {
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        double seconds = (build + query) / (double)iterations;
+        double per = c->n ? 1.0 / (double)c->n : 0.0;
+        nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
+        nsb_set_counter(st, "contacts", (double)contacts.count, NSB_PLAIN);
+        nsb_set_counter(st, "contacts_per_particle", 2.0 * (double)contacts.count * per, NSB_PLAIN);
+        nsb_set_counter(st, "contacts_per_s", (double)contacts.count, NSB_PER_ITERATION_RATE);
+        nsb_set_counter(st, "ns_per_particle", seconds * 1e9 * per, NSB_PLAIN);
+        nsb_set_counter(st, "build_ms", build / (double)iterations * 1e3, NSB_PLAIN);
+        nsb_set_counter(st, "query_ms", query / (double)iterations * 1e3, NSB_PLAIN);
+        nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
+        nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
+        nsb_set_counter(st, "candidates_per_contact",
+                        contacts.count ? (double)info.candidates / (double)contacts.count : 0.0,
+                        NSB_PLAIN);
+        if (c->kernel->uses_table_size) {
+            nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
+            nsb_set_counter(st, "nonempty_bucket_fraction",
+                            info.table_size ? (double)info.nonempty_buckets / (double)info.table_size
+                                            : 0.0,
+                            NSB_PLAIN);
+        }
+        nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
+    }
+done:
+    ns_index_destroy(index);
+    ns_contact_list_free(&contacts);
+}
+
+/* Options */
+
+typedef struct options {
+    size_t max_n;
+    bool max_n_given;
+    char *kernels, *workloads, *threads; /* comma lists, NULL = all / default */
+    const char *out_dir;                 /* results folder */
+    const char *wait_policy;             /* active, passive or default */
+    bool no_results;
+} options;
+
+static bool in_list(const char *list, const char *name)
+{
+    if (!list)
+        return true;
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t l = comma ? (size_t)(comma - p) : strlen(p);
+        if (l == len && strncmp(p, name, len) == 0)
+            return true;
+        p += l + (comma ? 1 : 0);
+    }
+    return false;
+}
+
+static void check_list(const char *list, const char *what, bool (*known)(const char *))
+{
+    if (!list)
+        return;
+    char *copy = strdup(list), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (!known(t))
+            die("unknown %s '%s' in --%ss", what, t, what);
+    free(copy);
+}
+
+static bool known_kernel(const char *s)
+{
+    return ns_kernel_find(s) != NULL;
+}
+static bool known_workload(const char *s)
+{
+    return ns_workload_find(s) != NULL;
+}
+
+static const char help[] =
+    "Usage: nsearch-bench [OPTIONS] [--benchmark_* flags of Google Benchmark]\n"
+    "Times every kernel x workload x n x threads, each validated exactly first.\n"
+    "\n"
+    "  --kernels A,B      only these kernels (default: all)\n"
+    "  --workloads A,B    only these workloads (default: all)\n"
+    "  --threads 1,2      thread counts for parallel kernels (default: 1 and all cores)\n"
+    "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
+    "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...)\n"
+    "  --out DIR          results folder (default results/<host>/<UTC timestamp>); the JSON\n"
+    "                     is written as DIR/bench.json when complete, DIR/bench.partial.json\n"
+    "                     when interrupted\n"
+    "  --no-results       write no results file (console only)\n"
+    "  --wait-policy P    OMP_WAIT_POLICY for the run: active (the default: idle threads\n"
+    "                     spin, so small-n times measure the search, not thread wake-up),\n"
+    "                     passive, or default (leave OpenMP's own); OMP_WAIT_POLICY in the\n"
+    "                     environment takes precedence\n"
+    "\n"
+    "Defaults passed to Google Benchmark unless given: --benchmark_repetitions=5\n"
+    "--benchmark_display_aggregates_only=true. Exit status 1 when any configuration's\n"
+    "contacts differ from its reference (refusals allowed by DESIGN.md do not count).\n";
+
+static char *take_value(int *a, int argc, char **argv, const char *name)
+{
+    const char *arg = argv[*a];
+    size_t len = strlen(name);
+    if (arg[len] == '=')
+        return (char *)arg + len + 1;
+    if (*a + 1 >= argc)
+        die("%s needs a value", name);
+    return argv[++*a];
+}
+
+static options parse_options(int argc, char **argv)
+{
+    options o = {0};
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+#define IS(opt) (strncmp(arg, opt, strlen(opt)) == 0 && (arg[strlen(opt)] == 0 || arg[strlen(opt)] == '='))
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(help, stdout);
+            exit(0);
+        } else if (IS("--kernels")) {
+            o.kernels = take_value(&a, argc, argv, "--kernels");
+        } else if (IS("--workloads")) {
+            o.workloads = take_value(&a, argc, argv, "--workloads");
+        } else if (IS("--threads")) {
+            o.threads = take_value(&a, argc, argv, "--threads");
+        } else if (IS("--max-n")) {
+            char *v = take_value(&a, argc, argv, "--max-n"), *end;
+            errno = 0;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (v[0] < '0' || v[0] > '9' || *end || errno || n < 1 || n > NS_MAX_PARTICLES)
+                die("--max-n '%s' is not a whole number from 1 to %zu", v, NS_MAX_PARTICLES);
+            o.max_n = (size_t)n;
+            o.max_n_given = true;
+        } else if (IS("--out")) {
+            o.out_dir = take_value(&a, argc, argv, "--out");
+        } else if (IS("--wait-policy")) {
+            o.wait_policy = take_value(&a, argc, argv, "--wait-policy");
+            if (strcmp(o.wait_policy, "active") && strcmp(o.wait_policy, "passive") &&
+                strcmp(o.wait_policy, "default"))
+                die("--wait-policy '%s' is not active, passive or default", o.wait_policy);
+        } else if (strcmp(arg, "--no-results") == 0) {
+            o.no_results = true;
+        } else {
+            die("unknown option '%s' (see nsearch-bench --help)", arg);
+        }
+#undef IS
+    }
+    check_list(o.kernels, "kernel", known_kernel);
+    check_list(o.workloads, "workload", known_workload);
+    if (!o.max_n_given)
+        o.max_n = REFERENCE_MAX_N;
+    return o;
+}
+
+/* Registration */
+
+static config *configs;
+static size_t n_configs, configs_capacity;
+
+static void add_config(const ns_kernel *k, const ns_workload *w, size_t n, int threads)
+{
+    if (n_configs == configs_capacity) {
+        configs_capacity = configs_capacity ? 2 * configs_capacity : 256;
+        configs = realloc(configs, configs_capacity * sizeof *configs);
+        if (!configs)
+            die("out of memory");
+    }
+    config *c = &configs[n_configs++];
+    *c = (config){k, w, n, threads, "", 0, ""};
+    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", k->name, w->name, n, threads);
+}
+
+static int parse_threads(const char *list, int *out, int max)
+{
+    int count = 0;
+    for (const char *p = list; *p && count < max;) {
+        char *end;
+        long t = strtol(p, &end, 10);
+        if (end == p || t < 1 || t > 4096 || (*end && *end != ','))
+            die("--threads '%s' is not a comma list of whole numbers from 1 to 4096", list);
+        out[count++] = (int)t;
+        p = *end ? end + 1 : end;
+    }
+    return count;
+}
+
+/* Grouped by workload and n, so each reference is computed once. */
+static void register_sweep(const options *o, int cores)
+{
+    int threads[16], n_threads;
+    if (o->threads) {
+        n_threads = parse_threads(o->threads, threads, 16);
+    } else {
+        threads[0] = 1;
+        threads[1] = cores;
+        n_threads = cores > 1 ? 2 : 1;
+    }
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *wl = ns_workload_at(w);
+        if (!in_list(o->workloads, wl->name))
+            continue;
+        bool uniform = strcmp(wl->name, "uniform") == 0;
+        const size_t *sizes = uniform ? uniform_sizes : other_sizes;
+        size_t n_sizes = uniform ? sizeof uniform_sizes / sizeof *uniform_sizes
+                                 : sizeof other_sizes / sizeof *other_sizes;
+        size_t all[32], count = 0;
+        for (size_t s = 0; s < n_sizes; s++)
+            if (sizes[s] <= o->max_n)
+                all[count++] = sizes[s];
+        for (size_t s = 0; s < sizeof large_sizes / sizeof *large_sizes; s++)
+            if (large_sizes[s] <= o->max_n)
+                all[count++] = large_sizes[s];
+        if (o->max_n_given && (count == 0 || all[count - 1] < o->max_n))
+            all[count++] = o->max_n; /* the largest n asked for is always measured */
+        for (size_t s = 0; s < count; s++)
+            for (size_t k = 0; k < ns_kernel_count(); k++) {
+                const ns_kernel *ker = ns_kernel_at(k);
+                bool quadratic = strncmp(ker->name, "naive", 5) == 0;
+                if (!in_list(o->kernels, ker->name) || (quadratic && all[s] > REFERENCE_MAX_N))
+                    continue;
+                for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
+                    add_config(ker, wl, all[s], ker->parallel ? threads[t] : 1);
+            }
+    }
+    for (size_t c = 0; c < n_configs; c++)
+        nsb_register(configs[c].name, run_config, &configs[c], NULL);
+}
+
+/* Context: what a reader of the results needs to trust or compare them. */
+
+static void context_cpu_model(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512], model[256] = "unknown";
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0) {
+            const char *colon = strchr(line, ':');
+            if (colon) {
+                snprintf(model, sizeof model, "%s", colon + 2);
+                model[strcspn(model, "\n")] = 0;
+            }
+            break;
+        }
+    if (f)
+        fclose(f);
+    nsb_add_context("cpu_model", model);
+}
+
+/* The first line a shell command prints, or "unknown". */
+static void command_output(const char *cmd, char *out, size_t size)
+{
+    snprintf(out, size, "unknown");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    char line[256];
+    if (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        snprintf(out, size, "%s", line);
+    }
+    pclose(p);
+}
+
+static void add_context(const options *o, int cores)
+{
+    char buf[512];
+    nsb_add_context("nsearch_version", NS_VERSION_STRING);
+    nsb_add_context("results_format_version", RESULTS_FORMAT_VERSION);
+    context_cpu_model();
+    snprintf(buf, sizeof buf, "%d", cores);
+    nsb_add_context("cores_online", buf);
+    snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_CONF));
+    nsb_add_context("hardware_threads", buf);
+    snprintf(buf, sizeof buf, "%d", omp_get_max_threads());
+    nsb_add_context("omp_max_threads", buf);
+    static const char *env[] = {"OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
+                                "OMP_WAIT_POLICY"};
+    for (size_t k = 0; k < sizeof env / sizeof *env; k++) {
+        const char *v = getenv(env[k]);
+        nsb_add_context(env[k], v ? v : "unset");
+    }
+    nsb_add_context("compiler", NS_COMPILER);
+    nsb_add_context("compile_flags", NS_COMPILE_FLAGS);
+    nsb_add_context("march_native", NS_NATIVE_ON ? "ON" : "OFF");
+    command_output("git -C '" NS_SOURCE_DIR "' rev-parse HEAD 2>/dev/null", buf, sizeof buf);
+    nsb_add_context("git_commit", buf);
+    command_output("git -C '" NS_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null"
+                   " | wc -l",
+                   buf, sizeof buf);
+    nsb_add_context("git_modified", strcmp(buf, "0") == 0 ? "false"
+                                    : strcmp(buf, "unknown") == 0 ? "unknown"
+                                                                  : "true");
+    snprintf(buf, sizeof buf, "kernels=%s workloads=%s threads=%s max_n=%zu seed=%d",
+             o->kernels ? o->kernels : "all", o->workloads ? o->workloads : "all",
+             o->threads ? o->threads : "1,cores", o->max_n, SEED);
+    nsb_add_context("sweep", buf);
+}
+
+/* Warn when the machine is busy: results would not be trustworthy. */
+static void warn_load(int cores)
+{
+    double load = 0.0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf", &load) == 1 && load > 0.5 * cores)
+        fprintf(stderr,
+                "nsearch-bench: WARNING: load average %.2f is above half the %d cores; "
+                "other work will disturb the timings\n",
+                load, cores);
+    if (f)
+        fclose(f);
+}
+
+/* Results: written under a temporary name, renamed when complete, or to a
+ * name that says "partial" when interrupted. */
+static char results_tmp[1024], results_final[1024], results_partial[1024];
+
+static void on_interrupt(int sig)
+{
+    if (results_tmp[0])
+        rename(results_tmp, results_partial);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void make_dirs(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0777);
+            *p = '/';
+        }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        die("cannot create %s: %s", path, strerror(errno));
+}
+
+/* Adds a Google Benchmark flag unless the user gave it. */
+static void default_flag(int *argc, char ***argv, const char *flag)
+{
+    size_t len = strcspn(flag, "=");
+    for (int a = 1; a < *argc; a++)
+        if (strncmp((*argv)[a], flag, len) == 0)
+            return;
+    char **v = malloc((size_t)(*argc + 2) * sizeof *v);
+    if (!v)
+        die("out of memory");
+    memcpy(v, *argv, (size_t)*argc * sizeof *v);
+    v[(*argc)++] = (char *)flag;
+    v[*argc] = NULL;
+    *argv = v;
+}
+
+static bool has_flag(int argc, char **argv, const char *prefix)
+{
+    for (int a = 1; a < argc; a++)
+        if (strncmp(argv[a], prefix, strlen(prefix)) == 0)
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+    default_flag(&argc, &argv, "--benchmark_repetitions=5");
+    default_flag(&argc, &argv, "--benchmark_display_aggregates_only=true");
+    nsb_initialize(&argc, argv);
+    options o = parse_options(argc, argv);
+    /* Thread wake-up: see README ("Thread wake-up"). Before the first
+     * OpenMP call, which reads the environment. */
+    const char *policy = o.wait_policy ? o.wait_policy : "active";
+    if (!getenv("OMP_WAIT_POLICY") && strcmp(policy, "default") != 0)
+        setenv("OMP_WAIT_POLICY", policy, 1);
+
+    static char out_flag[1100];
+    bool user_out = has_flag(argc, argv, "--benchmark_out=");
+    if (!listing && !o.no_results && !user_out) {
+        char dir[700], host[256] = "unknown", stamp[32];
+        gethostname(host, sizeof host);
+        host[sizeof host - 1] = 0;
+        time_t t = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
+        if (o.out_dir)
+            snprintf(dir, sizeof dir, "%s", o.out_dir);
+        else
+            snprintf(dir, sizeof dir, "results/%s/%s", host, stamp);
+        make_dirs(dir);
+        snprintf(results_tmp, sizeof results_tmp, "%s/.bench.json.tmp", dir);
+        snprintf(results_final, sizeof results_final, "%s/bench.json", dir);
+        snprintf(results_partial, sizeof results_partial, "%s/bench.partial.json", dir);
+        snprintf(out_flag, sizeof out_flag, "--benchmark_out=%s", results_tmp);
+        char *extra[] = {argv[0], out_flag, (char *)"--benchmark_out_format=json", NULL};
+        int extra_argc = 3;
+        nsb_initialize(&extra_argc, extra);
+        signal(SIGINT, on_interrupt);
+        signal(SIGTERM, on_interrupt);
+    }
+    if (!listing)
+        warn_load(cores);
+    /* a first parallel region, so the thread pool exists before any timing */
+#pragma omp parallel
+    {
+        (void)0;
+    }
+    register_sweep(&o, cores);
+    add_context(&o, cores);
+    nsb_watch_noise(0.05);
+    nsb_run();
+    nsb_shutdown();
+
+    if (listing)
+        return 0;
+    if (results_tmp[0]) {
+        if (rename(results_tmp, results_final) != 0)
+            die("cannot rename %s: %s", results_tmp, strerror(errno));
+        fprintf(stderr, "nsearch-bench: results in %s\n", results_final);
+    }
+    for (size_t k = 0; k < nsb_noisy_count(); k++) {
+        double cv;
+        const char *name = nsb_noisy_name(k, &cv);
+        fprintf(stderr,
+                "nsearch-bench: NOISY: %s: repetitions spread %.1f%% (coefficient of variation "
+                "above 5%%); rerun on a quieter machine\n",
+                name, 100.0 * cv);
+    }
+    fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID\n", n_valid,
+            n_refused, n_invalid);
+    if (any_invalid)
+        fprintf(stderr, "nsearch-bench: FAILED: some contacts differ from the reference\n");
+    return any_invalid ? 1 : 0;
+}

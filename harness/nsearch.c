@@ -1,0 +1,582 @@
+/* nsearch - the command-line tool: contacts of a user's own particles, from
+ * any kernel, and particle files from the workload generators.
+ *
+ * Exit status: 0 success, 1 a failure that is not the input's fault (out of
+ * memory, a kernel's refusal, a write error), 2 a usage error or invalid
+ * input, 3 when --check finds a difference from naive. An existing output
+ * file is replaced only by a complete new one (written to a temporary file
+ * in the same folder, then renamed); an interrupted run removes it. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <nsearch.h>
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INVALID = 3 };
+
+static const char *command = NULL; /* for messages: "nsearch pairs" */
+
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("nsearch: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* A usage error: the message and where to find help; exits 2. */
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("nsearch: ", stderr);
+    if (command)
+        fprintf(stderr, "%s: ", command);
+    vfprintf(stderr, fmt, ap);
+    if (command)
+        fprintf(stderr, " (see 'nsearch %s --help')\n", command);
+    else
+        fputs(" (see 'nsearch --help')\n", stderr);
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
+/* Output files: a temporary beside the target, renamed when complete. */
+
+static char temp_path[PATH_MAX + 32];
+static volatile sig_atomic_t temp_active = 0;
+
+static void on_signal(int sig)
+{
+    if (temp_active)
+        unlink(temp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef struct output {
+    const char *path; /* NULL: standard output */
+    FILE *f;
+} output;
+
+static void open_output(output *o, const char *path)
+{
+    o->path = path;
+    if (!path) {
+        o->f = stdout;
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(temp_path, sizeof temp_path, "%.*s.%s.tmp.XXXXXX", dir_len, path,
+                 slash ? slash + 1 : path) >= (int)sizeof temp_path) {
+        say("%s: the path is too long", path);
+        exit(EXIT_USAGE);
+    }
+    int fd = mkstemp(temp_path);
+    if (fd < 0) {
+        say("%s: cannot create a file in its folder: %s", path, strerror(errno));
+        exit(EXIT_FAIL);
+    }
+    temp_active = 1;
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        say("%s: %s", path, strerror(errno));
+        unlink(temp_path);
+        exit(EXIT_FAIL);
+    }
+}
+
+/* Drops a partial output; the original file stays as it was. */
+static void discard_output(output *o)
+{
+    if (o->path && o->f) {
+        fclose(o->f);
+        unlink(temp_path);
+        temp_active = 0;
+        o->f = NULL;
+    }
+}
+
+static bool commit_output(output *o)
+{
+    if (!o->path) {
+        if (fflush(stdout) == 0 && !ferror(stdout))
+            return true;
+        say("standard output: cannot write: %s", strerror(errno));
+        return false;
+    }
+    int failed = fflush(o->f) != 0 || ferror(o->f);
+    int saved = errno;
+    failed |= fclose(o->f) != 0;
+    o->f = NULL;
+    if (!failed && rename(temp_path, o->path) == 0) {
+        temp_active = 0;
+        return true;
+    }
+    say("%s: cannot write: %s", o->path, strerror(failed ? saved : errno));
+    unlink(temp_path);
+    temp_active = 0;
+    return false;
+}
+
+/* Options */
+
+typedef struct option {
+    const char *name;  /* "--kernel" */
+    bool has_value;
+    const char *value; /* set when given; "" for flags */
+} option;
+
+static void parse_options(int argc, char **argv, option *opts, int nopts, const char *help)
+{
+    for (int a = 0; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(help, stdout);
+            exit(0);
+        }
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        option *o = NULL;
+        for (int k = 0; k < nopts; k++)
+            if (strlen(opts[k].name) == len && strncmp(opts[k].name, arg, len) == 0)
+                o = &opts[k];
+        if (!o)
+            usage_error("unknown %s '%s'", arg[0] == '-' ? "option" : "argument", arg);
+        if (o->value)
+            usage_error("%s is given twice", o->name);
+        if (!o->has_value) {
+            if (eq)
+                usage_error("%s takes no value", o->name);
+            o->value = "";
+        } else if (eq) {
+            o->value = eq + 1;
+        } else if (a + 1 < argc) {
+            o->value = argv[++a];
+        } else {
+            usage_error("%s needs a value", o->name);
+        }
+    }
+}
+
+static unsigned long long parse_count(const char *name, const char *s, unsigned long long lo,
+                                      unsigned long long hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+    if (!(s[0] >= '0' && s[0] <= '9') || *end || errno || v < lo || v > hi)
+        usage_error("%s '%s' is not a whole number from %llu to %llu", name, s, lo, hi);
+    return v;
+}
+
+static float parse_radius(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0.0 && v <= FLT_MAX))
+        usage_error("--radius '%s' is not a finite non-negative number", s);
+    return (float)v;
+}
+
+static const ns_kernel *find_kernel(const char *name)
+{
+    const ns_kernel *k = ns_kernel_find(name);
+    if (!k) {
+        char names[512] = "";
+        for (size_t i = 0; i < ns_kernel_count(); i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, ns_kernel_at(i)->name, sizeof names - strlen(names) - 1);
+        }
+        usage_error("unknown kernel '%s' (kernels: %s)", name, names);
+    }
+    return k;
+}
+
+/* Commands */
+
+static const char main_help[] =
+    "Usage: nsearch COMMAND [OPTIONS]\n"
+    "Contacts of particles (|p_j - p_i| < r_i + r_j) with any of nsearch's kernels.\n"
+    "\n"
+    "Commands:\n"
+    "  kernels     list the kernels: name, then a one-line description\n"
+    "  workloads   list the workload generators\n"
+    "  gen         write a particle file from a workload generator\n"
+    "  pairs       read a particle file, write its contacts\n"
+    "\n"
+    "  nsearch COMMAND --help   the options of a command\n"
+    "  nsearch --version        the version\n"
+    "\n"
+    "Exit status: 0 success; 1 a failure that is not the input's fault (out of memory,\n"
+    "a kernel's refusal, a write error); 2 a usage error or invalid input; 3 --check\n"
+    "found a difference.\n";
+
+static const char gen_help[] =
+    "Usage: nsearch gen --workload NAME --n N [--seed S] [--output FILE]\n"
+    "Writes N particles of a workload (see 'nsearch workloads') as a particle file:\n"
+    "the header x,y,z,r, then one particle per line, numbers as %.9g.\n"
+    "\n"
+    "  --workload NAME  the generator\n"
+    "  --n N            the number of particles (0 to 4294967295)\n"
+    "  --seed S         the generator's seed (default 1); the same (N, S) gives the same file\n"
+    "  --output FILE    write to FILE (replaced only when complete) instead of standard output\n";
+
+static const char pairs_help[] =
+    "Usage: nsearch pairs --kernel NAME --input FILE [--radius R] [--threads T]\n"
+    "                     [--table-size M] [--output FILE] [--format csv|bin] [--check] [--stats]\n"
+    "Reads particles, finds every contact with a kernel, writes the contacts.\n"
+    "\n"
+    "  --kernel NAME     the kernel (see 'nsearch kernels')\n"
+    "  --input FILE      the particle file: lines x,y,z or x,y,z,r (commas, spaces allowed\n"
+    "                    around fields); blank and # lines skipped; an optional first line\n"
+    "                    x,y,z or x,y,z,r; particles numbered from 0 in file order\n"
+    "  --radius R        every particle's radius: required for a 3-column file, an error\n"
+    "                    for a 4-column one\n"
+    "  --threads T       threads for parallel kernels (T >= 1; default: OpenMP's, i.e.\n"
+    "                    OMP_NUM_THREADS)\n"
+    "  --table-size M    buckets of the hash kernels' table (M >= 1; default 2n); accepted\n"
+    "                    and ignored by the other kernels\n"
+    "  --output FILE     write to FILE (replaced only when complete) instead of standard output\n"
+    "  --format csv|bin  csv (default): the line i,j,overlap,nx,ny,nz then one contact per\n"
+    "                    line, i<j, sorted by i then j, numbers as %.9g. bin: little-endian,\n"
+    "                    a 24-byte header (the 8 bytes NSCONTAC, uint32 version 1, uint32\n"
+    "                    record size 24, uint64 record count), then per contact uint32 i,\n"
+    "                    uint32 j, float overlap, nx, ny, nz\n"
+    "  --check           also run naive and compare: prints VALID or INVALID (and the first\n"
+    "                    differences) on standard error; exit 3 when they differ\n"
+    "  --stats           print counts, times (ms) and the index's memory on standard error\n";
+
+static void list_kernels(void)
+{
+    for (size_t k = 0; k < ns_kernel_count(); k++)
+        printf("%-15s %s\n", ns_kernel_at(k)->name, ns_kernel_at(k)->description);
+}
+
+static void list_workloads(void)
+{
+    for (size_t k = 0; k < ns_workload_count(); k++)
+        printf("%-15s %s\n", ns_workload_at(k)->name, ns_workload_at(k)->description);
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+    option opts[] = {{"--workload", true, NULL}, {"--n", true, NULL}, {"--seed", true, NULL},
+                     {"--output", true, NULL}};
+    parse_options(argc, argv, opts, 4, gen_help);
+    if (!opts[0].value || !opts[1].value)
+        usage_error("%s is required", opts[0].value ? "--n" : "--workload");
+    const ns_workload *w = ns_workload_find(opts[0].value);
+    if (!w)
+        usage_error("unknown workload '%s' (see 'nsearch workloads')", opts[0].value);
+    size_t n = (size_t)parse_count("--n", opts[1].value, 0, NS_MAX_PARTICLES);
+    uint64_t seed = opts[2].value ? parse_count("--seed", opts[2].value, 0, ULLONG_MAX) : 1;
+
+    float *pos = malloc(n ? 3 * n * sizeof(float) : 1), *radius = malloc(n ? n * sizeof(float) : 1);
+    if (!pos || !radius) {
+        say("gen: out of memory for %zu particles", n);
+        free(pos);
+        free(radius);
+        return EXIT_FAIL;
+    }
+    w->generate(n, seed, pos, radius);
+    ns_particles p = {n, pos, radius, 0.0f};
+    output out;
+    open_output(&out, opts[3].value);
+    ns_error err;
+    int rc = 0;
+    if (ns_particles_write(out.f, &p, &err) != NS_OK) {
+        say("%s: %s", out.path ? out.path : "standard output", err.message);
+        discard_output(&out);
+        rc = EXIT_FAIL;
+    } else if (!commit_output(&out)) {
+        rc = EXIT_FAIL;
+    }
+    free(pos);
+    free(radius);
+    return rc;
+}
+
+/* The whole file in memory ("-": standard input). */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        say("%s: cannot read: %s", path, strerror(errno));
+        exit(EXIT_USAGE);
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            say("%s: out of memory reading the file", path);
+            exit(EXIT_FAIL);
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    if (ferror(f)) {
+        say("%s: cannot read: %s", path, strerror(errno));
+        exit(EXIT_USAGE);
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+static double now_ms(void)
+{
+    return omp_get_wtime() * 1e3;
+}
+
+/* Runs a kernel; on failure says why (with the particle's line) and returns
+ * the exit status, else 0. */
+static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
+                   ns_contact_list *contacts, const char *path, const char *text, size_t len,
+                   double *build_ms, double *query_ms, size_t *index_bytes)
+{
+    ns_error err;
+    ns_index *index;
+    ns_status s = ns_index_create(k, cfg, &index, &err);
+    double t0 = now_ms();
+    if (s == NS_OK)
+        s = ns_index_build(index, p, &err);
+    double t1 = now_ms();
+    if (s == NS_OK)
+        s = ns_index_query(index, contacts, &err);
+    double t2 = now_ms();
+    if (s == NS_OK) {
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        if (build_ms)
+            *build_ms = t1 - t0, *query_ms = t2 - t1, *index_bytes = info.bytes;
+        ns_index_destroy(index);
+        return 0;
+    }
+    ns_index_destroy(index);
+    size_t line = err.particle != NS_NO_PARTICLE ? ns_particle_file_line(text, len, err.particle) : 0;
+    char where[64] = "";
+    if (line)
+        snprintf(where, sizeof where, ":%zu", line);
+    say("%s%s: %s: %s (%s)", path, where, k->name, err.message, ns_status_str(s));
+    return s == NS_ERR_INVALID_INPUT || s == NS_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_FAIL;
+}
+
+static void print_contact(const char *label, const ns_contact *c)
+{
+    fprintf(stderr, "  %s: %u,%u,%.9g,%.9g,%.9g,%.9g\n", label, (unsigned)c->i, (unsigned)c->j,
+            (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
+}
+
+/* --check: exact comparison of sorted lists; prints VALID or INVALID. */
+static bool same_contacts(const char *kernel, const ns_contact_list *ref, const ns_contact_list *got)
+{
+    size_t shown = 0, differ = 0;
+    size_t a = 0, b = 0;
+    while (a < ref->count || b < got->count) {
+        const ns_contact *x = a < ref->count ? &ref->items[a] : NULL;
+        const ns_contact *y = b < got->count ? &got->items[b] : NULL;
+        bool x_first = x && (!y || x->i < y->i || (x->i == y->i && x->j < y->j));
+        bool y_first = y && (!x || y->i < x->i || (y->i == x->i && y->j < x->j));
+        if (!x_first && !y_first && memcmp(x, y, sizeof *x) == 0) {
+            a++, b++;
+            continue;
+        }
+        if (differ++ == 0)
+            fprintf(stderr, "INVALID: %s differs from naive\n", kernel);
+        if (shown++ < 5) {
+            if (!y_first)
+                print_contact("naive   ", x);
+            if (!x_first)
+                print_contact(kernel, y);
+        }
+        a += !y_first;
+        b += !x_first;
+    }
+    if (differ)
+        fprintf(stderr, "INVALID: %zu differences (naive %zu contacts, %s %zu)\n", differ,
+                ref->count, kernel, got->count);
+    else
+        fprintf(stderr, "VALID: %s matches naive exactly (%zu contacts)\n", kernel, ref->count);
+    return differ == 0;
+}
+
+static int cmd_pairs(int argc, char **argv)
+{
+    enum { KERNEL, INPUT, RADIUS, THREADS, TABLE, OUTPUT, FORMAT, CHECK, STATS, NOPTS };
+    option opts[NOPTS] = {{"--kernel", true, NULL},  {"--input", true, NULL},
+                          {"--radius", true, NULL},  {"--threads", true, NULL},
+                          {"--table-size", true, NULL}, {"--output", true, NULL},
+                          {"--format", true, NULL},  {"--check", false, NULL},
+                          {"--stats", false, NULL}};
+    parse_options(argc, argv, opts, NOPTS, pairs_help);
+    if (!opts[KERNEL].value || !opts[INPUT].value)
+        usage_error("%s is required", opts[KERNEL].value ? "--input" : "--kernel");
+    const ns_kernel *kernel = find_kernel(opts[KERNEL].value);
+    ns_config cfg = ns_config_default();
+    if (opts[THREADS].value) {
+        cfg.threads = (int)parse_count("--threads", opts[THREADS].value, 1, 4096);
+        omp_set_num_threads(cfg.threads);
+    }
+    if (opts[TABLE].value)
+        cfg.table_size = (size_t)parse_count("--table-size", opts[TABLE].value, 1, UINT32_MAX);
+    ns_format format = NS_FORMAT_CSV;
+    if (opts[FORMAT].value && strcmp(opts[FORMAT].value, "bin") == 0)
+        format = NS_FORMAT_BIN;
+    else if (opts[FORMAT].value && strcmp(opts[FORMAT].value, "csv") != 0)
+        usage_error("--format '%s' is neither csv nor bin", opts[FORMAT].value);
+    float radius = opts[RADIUS].value ? parse_radius(opts[RADIUS].value) : 0.0f;
+    const char *path = opts[INPUT].value;
+
+    /* read */
+    double t0 = now_ms();
+    size_t len;
+    char *text = read_file(path, &len);
+    ns_particle_file file;
+    ns_contact_list contacts;
+    ns_contact_list_init(&contacts);
+    ns_error err;
+    int rc = 0;
+    if (ns_particle_file_parse(text, len, &file, &err) != NS_OK) {
+        if (err.line)
+            say("%s:%zu: %s", path, err.line, err.message);
+        else
+            say("%s: %s", path, err.message);
+        free(text);
+        return err.status == NS_ERR_OUT_OF_MEMORY ? EXIT_FAIL : EXIT_USAGE;
+    }
+    double read_ms = now_ms() - t0;
+    if (file.columns == 3 && !opts[RADIUS].value) {
+        say("%s: the particles have no radius column (x,y,z): give --radius R", path);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if (file.columns == 4 && opts[RADIUS].value) {
+        say("%s: the particles have radii (x,y,z,r): --radius is only for x,y,z files", path);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    ns_particles p = {file.n, file.pos, file.radius, radius};
+
+    /* search */
+    double build_ms, query_ms;
+    size_t index_bytes;
+    rc = search(kernel, &p, &cfg, &contacts, path, text, len, &build_ms, &query_ms, &index_bytes);
+    if (rc)
+        goto done;
+    double t1 = now_ms();
+    ns_contact_list_sort(&contacts);
+    double sort_ms = now_ms() - t1;
+
+    bool valid = true;
+    if (opts[CHECK].value) {
+        ns_contact_list ref;
+        ns_contact_list_init(&ref);
+        rc = search(ns_kernel_find("naive"), &p, &cfg, &ref, path, text, len, NULL, NULL, NULL);
+        if (rc == 0) {
+            ns_contact_list_sort(&ref);
+            valid = same_contacts(kernel->name, &ref, &contacts);
+        }
+        ns_contact_list_free(&ref);
+        if (rc)
+            goto done;
+    }
+
+    /* write */
+    double t2 = now_ms();
+    output out;
+    open_output(&out, opts[OUTPUT].value);
+    rc = valid ? 0 : EXIT_INVALID;
+    if (ns_contacts_write(out.f, &contacts, format, &err) != NS_OK) {
+        say("%s: %s", out.path ? out.path : "standard output", err.message);
+        discard_output(&out);
+        rc = EXIT_FAIL;
+    } else if (!commit_output(&out)) {
+        rc = EXIT_FAIL;
+    }
+    double write_ms = now_ms() - t2;
+
+    if (opts[STATS].value) {
+        fprintf(stderr,
+                "particles          %zu\n"
+                "contacts           %zu\n"
+                "contacts/particle  %.3f\n"
+                "read ms            %.3f\n"
+                "build ms           %.3f\n"
+                "query ms           %.3f\n"
+                "sort ms            %.3f\n"
+                "write ms           %.3f\n"
+                "index bytes        %zu\n"
+                "kernel             %s (%d threads)\n",
+                p.n, contacts.count, p.n ? 2.0 * (double)contacts.count / (double)p.n : 0.0,
+                read_ms, build_ms, query_ms, sort_ms, write_ms, index_bytes, kernel->name,
+                kernel->parallel ? (cfg.threads ? cfg.threads : omp_get_max_threads()) : 1);
+    }
+done:
+    ns_contact_list_free(&contacts);
+    ns_particle_file_free(&file);
+    free(text);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+    if (argc < 2)
+        usage_error("no command");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(main_help, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("nsearch %s\n", NS_VERSION_STRING);
+        return 0;
+    }
+    static char name[64];
+    snprintf(name, sizeof name, "%s", cmd);
+    command = name;
+    if (strcmp(cmd, "kernels") == 0 || strcmp(cmd, "workloads") == 0) {
+        parse_options(argc - 2, argv + 2, NULL, 0,
+                      cmd[0] == 'k' ? "Usage: nsearch kernels\nLists the kernels: name, then "
+                                      "a one-line description.\n"
+                                    : "Usage: nsearch workloads\nLists the workload generators: "
+                                      "name, then a one-line description.\n");
+        cmd[0] == 'k' ? list_kernels() : list_workloads();
+        output out = {NULL, stdout};
+        return commit_output(&out) ? 0 : EXIT_FAIL;
+    }
+    if (strcmp(cmd, "gen") == 0)
+        return cmd_gen(argc - 2, argv + 2);
+    if (strcmp(cmd, "pairs") == 0)
+        return cmd_pairs(argc - 2, argv + 2);
+    command = NULL;
+    usage_error("unknown command '%s'", cmd);
+    return EXIT_USAGE;
+}

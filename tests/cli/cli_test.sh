@@ -1,0 +1,1109 @@
+#!/usr/bin/env bash
+# The `nsearch` command-line tool, tested from outside against its contract
+# (issue 3: commands, particle and contact file formats, exit codes, nothing
+# lost on failure).
+#
+#   cli_test.sh NSEARCH SCRATCH CASE
+#
+# NSEARCH is the built binary, SCRATCH a directory this script empties and
+# uses (runs happen in SCRATCH/work, captured stdout/stderr go to SCRATCH/keep),
+# CASE one of the case_* functions below without its prefix. Exit 0 = pass,
+# 1 = fail (every failed check is printed), 77 = skipped (ctest SKIP_RETURN_CODE).
+# Needs bash and coreutils; python3 is optional (extra checks, case `reference`).
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: $0 NSEARCH SCRATCH CASE" >&2
+    exit 2
+fi
+BIN=$1
+SCRATCH=$2
+CASE=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
+
+# Binary contact file (include/nsearch.h): 8-byte magic "NSCONTAC", uint32
+# version (1), uint32 record size (24), uint64 record count, then 24-byte records.
+BIN_HEADER_SIZE=24
+BIN_MAGIC=NSCONTAC
+BIN_VERSION=1
+BIN_RECORD_SIZE=24
+
+# Known names; the tool may list more kernels (they are all tested), these must be there.
+KNOWN_KERNELS="naive naive_omp grid_dense hash_serial hash_parallel"
+KNOWN_WORKLOADS="uniform dambreak clusters polydisperse sheet"
+
+CSV_HEADER='i,j,overlap,nx,ny,nz'
+PRECIOUS='precious: an earlier result that a failed run must not touch'
+
+PYTHON=
+if command -v python3 >/dev/null 2>&1; then PYTHON=python3; fi
+
+FAILS=0
+fail() {
+    echo "FAIL: $*"
+    FAILS=$((FAILS + 1))
+}
+die() {
+    echo "FAIL (fatal): $*"
+    exit 1
+}
+note() { echo "  $*"; }
+
+case $SCRATCH in "" | / | "$HOME") echo "refusing scratch directory '$SCRATCH'" >&2; exit 2 ;; esac
+rm -rf "$SCRATCH"
+mkdir -p "$SCRATCH/work" "$SCRATCH/keep" || die "cannot create $SCRATCH"
+K=$SCRATCH/keep
+cd "$SCRATCH/work" || die "cannot enter $SCRATCH/work"
+[ -x "$BIN" ] || die "no executable $BIN"
+
+# ---------------------------------------------------------------- helpers
+
+# run LABEL ARGS...: runs the tool, stdout -> $K/LABEL.out, stderr -> $K/LABEL.err, sets RC.
+run() {
+    local label=$1
+    shift
+    "$BIN" "$@" >"$K/$label.out" 2>"$K/$label.err"
+    RC=$?
+}
+# run_env LABEL VAR=VALUE ARGS...: the same with one environment variable set.
+run_env() {
+    local label=$1 assign=$2
+    shift 2
+    env "$assign" "$BIN" "$@" >"$K/$label.out" 2>"$K/$label.err"
+    RC=$?
+}
+show_err() { sed 's/^/    stderr: /' "$K/$1.err" | head -5; }
+
+# ok LABEL ARGS...: run, which must exit 0 with nothing on stderr.
+ok() {
+    local label=$1
+    run "$@"
+    if [ "$RC" -ne 0 ]; then
+        fail "$label: nsearch ${*:2} exited $RC (want 0)"
+        show_err "$label"
+        return 1
+    fi
+    if [ -s "$K/$label.err" ]; then
+        fail "$label: nsearch ${*:2} wrote to stderr on success"
+        show_err "$label"
+    fi
+    return 0
+}
+# okv LABEL ARGS...: run, which must exit 0 (stderr allowed: --stats, --check).
+okv() {
+    local label=$1
+    run "$@"
+    if [ "$RC" -ne 0 ]; then
+        fail "$label: nsearch ${*:2} exited $RC (want 0)"
+        show_err "$label"
+        return 1
+    fi
+    return 0
+}
+ok_env() {
+    local label=$1 assign=$2
+    run_env "$@"
+    if [ "$RC" -ne 0 ]; then
+        fail "$label: $assign nsearch ${*:3} exited $RC (want 0)"
+        show_err "$label"
+        return 1
+    fi
+    if [ -s "$K/$label.err" ]; then
+        fail "$label: $assign nsearch ${*:3} wrote to stderr on success"
+        show_err "$label"
+    fi
+    return 0
+}
+
+# same A B WHAT: files byte-identical.
+same() {
+    if ! cmp -s "$1" "$2"; then
+        fail "$3: $(basename "$1") and $(basename "$2") differ"
+        diff "$1" "$2" 2>/dev/null | head -6 | sed 's/^/    /'
+        return 1
+    fi
+    return 0
+}
+
+# gen W N SEED FILE: a particle file from the tool's generator.
+gen() {
+    "$BIN" gen --workload "$1" --n "$2" --seed "$3" >"$4" 2>"$K/gen.err" ||
+        die "nsearch gen --workload $1 --n $2 --seed $3 failed: $(head -3 "$K/gen.err")"
+}
+
+KERNELS=()
+load_kernels() {
+    mapfile -t KERNELS < <("$BIN" kernels 2>/dev/null | awk 'NF { print $1 }')
+    [ ${#KERNELS[@]} -gt 0 ] || die "nsearch kernels lists no kernel"
+}
+
+# contact_count FILE: data lines of a contact CSV.
+contact_count() { echo $(($(wc -l <"$1") - 1)); }
+
+# check_csv FILE WHAT: the contact CSV format (header, i<j, sorted, no duplicates,
+# %g-style numbers, never -0/nan/inf, overlap > 0, unit or zero normal, final newline).
+check_csv() {
+    local f=$1 what=$2 msg
+    if [ -s "$f" ] && [ -n "$(tail -c 1 "$f")" ]; then
+        fail "$what: no newline at the end of $(basename "$f")"
+    fi
+    msg=$(awk -F, -v want="$CSV_HEADER" '
+        function bad(why) { n++; if (n <= 5) printf "line %d: %s: %s\n", NR, why, $0 }
+        NR == 1 { if ($0 != want) bad("header is not " want); next }
+        {
+            if (NF != 6) { bad("not 6 fields"); next }
+            if ($1 !~ /^(0|[1-9][0-9]*)$/ || $2 !~ /^(0|[1-9][0-9]*)$/) bad("index not a plain integer")
+            i = $1 + 0; j = $2 + 0
+            if (!(i < j)) bad("not i < j")
+            if (NR > 2 && !(i > pi || (i == pi && j > pj))) bad("not sorted by i then j (or duplicate)")
+            pi = i; pj = j
+            for (k = 3; k <= 6; k++) {
+                if ($k !~ /^-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$/) bad("field " k " is not a %g number")
+                else if ($k ~ /^-0(\.0*)?(e[-+][0-9]+)?$/) bad("negative zero")
+                else if ($k ~ /\.[0-9]*0(e|$)/) bad("trailing zero, not %.9g")
+            }
+            if (!($3 + 0 > 0)) bad("overlap not > 0")
+            n2 = $4 * $4 + $5 * $5 + $6 * $6
+            if (!($4 == "0" && $5 == "0" && $6 == "0") && (n2 < 0.99999 || n2 > 1.00001)) bad("normal neither unit nor 0,0,0")
+        }
+        END { if (NR == 0) bad("empty file") }' "$f")
+    if [ -n "$msg" ]; then
+        fail "$what: $(basename "$f") is not a valid contact CSV"
+        echo "$msg" | sed 's/^/    /'
+    fi
+    if [ -n "$PYTHON" ] && [ "$(wc -l <"$f")" -gt 1 ]; then
+        if ! msg=$($PYTHON "$HERE/cli_ref.py" checknum "$f"); then
+            fail "$what: numbers in $(basename "$f") are not %.9g of floats"
+            echo "$msg" | sed 's/^/    /'
+        fi
+    fi
+}
+
+# bin_to_csv FILE: decodes a binary contact file (records only) to the CSV text,
+# with awk computing each float from its bits exactly and printing it as %.9g.
+bin_to_csv() {
+    echo "$CSV_HEADER"
+    od -A n -v -t u4 -w$BIN_RECORD_SIZE -j $BIN_HEADER_SIZE "$1" | awk '
+        function f32(u,   s, e, m, v) {
+            s = 1
+            if (u >= 2147483648) { s = -1; u -= 2147483648 }
+            e = int(u / 8388608); m = u - e * 8388608
+            if (e == 255) return (m ? "nan" : (s < 0 ? "-inf" : "inf"))
+            if (e == 0) v = m * 2 ^ -149
+            else v = (1 + m / 8388608) * 2 ^ (e - 127)
+            if (v == 0) return (s < 0 ? "-0" : "0")
+            return sprintf("%.9g", s * v)
+        }
+        NF { printf "%.0f,%.0f,%s,%s,%s,%s\n", $1, $2, f32($3), f32($4), f32($5), f32($6) }'
+}
+
+# check_bin FILE COUNT WHAT: header fields and size of a binary contact file.
+check_bin() {
+    local f=$1 count=$2 what=$3 size hdr
+    size=$(wc -c <"$f")
+    if [ "$size" -ne $((BIN_HEADER_SIZE + BIN_RECORD_SIZE * count)) ]; then
+        fail "$what: $(basename "$f") has $size bytes, want $BIN_HEADER_SIZE + $BIN_RECORD_SIZE * $count"
+    fi
+    if [ "$(head -c 8 "$f")" != "$BIN_MAGIC" ]; then
+        fail "$what: $(basename "$f") does not start with the magic $BIN_MAGIC"
+    fi
+    hdr=$(od -A n -v -t u4 -N $BIN_HEADER_SIZE "$f" | tr -s ' \n' ' ')
+    # words: magic magic version record_size count_lo count_hi
+    set -- $hdr
+    if [ "${3:-}" != "$BIN_VERSION" ] || [ "${4:-}" != "$BIN_RECORD_SIZE" ] ||
+        [ "${5:-}" != "$count" ] || [ "${6:-}" != 0 ]; then
+        fail "$what: header of $(basename "$f") is (version ${3:-?}, record size ${4:-?}, count ${5:-?} + 2^32*${6:-?}), want ($BIN_VERSION, $BIN_RECORD_SIZE, $count)"
+    fi
+}
+
+# ls_dir: the work directory's entries, one per line.
+ls_dir() { ls -A | LC_ALL=C sort; }
+
+# expect_fail CODE FILE LINE ARGS...: the run exits CODE with exactly one line on
+# stderr that starts with "nsearch: ", names FILE (when not empty) and contains
+# "FILE:LINE:" (when LINE is not empty); out.csv (pre-filled here) is byte-identical
+# afterwards and no file appears or disappears in the directory.
+# Sets ERRLINE to the message for extra checks.
+expect_fail() {
+    local code=$1 file=$2 line=$3
+    shift 3
+    [ -e out.csv ] || printf '%s\n' "$PRECIOUS" >out.csv
+    cp out.csv "$K/out.before"
+    ls_dir >"$K/dir.before"
+    run fail "$@"
+    ERRLINE=$(head -n 1 "$K/fail.err")
+    local cmd="nsearch $*"
+    if [ "$RC" -ne "$code" ]; then
+        fail "$cmd: exit $RC, want $code"
+    fi
+    if [ "$(wc -l <"$K/fail.err")" -ne 1 ] || [ -n "$(tail -c 1 "$K/fail.err")" ] || [ -z "$ERRLINE" ]; then
+        fail "$cmd: stderr is not exactly one line:"
+        sed 's/^/    | /' "$K/fail.err" | head -8
+    fi
+    if ! printf '%s\n' "$ERRLINE" | grep -Eq '^([^ ]*/)?nsearch: '; then
+        fail "$cmd: message does not start with 'nsearch: ': $ERRLINE"
+    fi
+    if [ -n "$file" ] && ! printf '%s\n' "$ERRLINE" | grep -Fq -- "$file"; then
+        fail "$cmd: message does not name the file $file: $ERRLINE"
+    fi
+    if [ -n "$line" ] && ! printf '%s\n' "$ERRLINE" | grep -Fq -- "$file:$line:"; then
+        fail "$cmd: message does not contain '$file:$line:': $ERRLINE"
+    fi
+    if ! cmp -s out.csv "$K/out.before"; then
+        fail "$cmd: the existing output file out.csv was modified"
+    fi
+    ls_dir >"$K/dir.after"
+    if ! cmp -s "$K/dir.before" "$K/dir.after"; then
+        fail "$cmd: the directory changed (a temporary file left behind?):"
+        diff "$K/dir.before" "$K/dir.after" | sed 's/^/    /'
+    fi
+    [ "$RC" -eq "$code" ] && note "ok ($RC): $ERRLINE"
+}
+
+# message_matches REGEX WHAT: ERRLINE (from expect_fail) matches the extended regex, case-insensitively.
+message_matches() {
+    printf '%s\n' "$ERRLINE" | grep -Eiq -- "$1" || fail "$2: message does not match /$1/: $ERRLINE"
+}
+
+# A small valid 4-column input for usage-error cases.
+good_input() {
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n' >good.csv
+    printf 'x,y,z\n0,0,0\n0.6,0,0\n' >good3.csv
+}
+
+# --------------------------------------------------------------- commands
+
+case_kernels_list() {
+    ok list kernels || return
+    local names
+    names=$(awk 'NF { print $1 }' "$K/list.out")
+    awk 'NF && NF < 2 { print "    no description: " $0; bad = 1 } END { exit bad }' "$K/list.out" ||
+        fail "nsearch kernels: a line without a name and a description"
+    [ "$(echo "$names" | sort | uniq -d)" = "" ] || fail "nsearch kernels: duplicate names"
+    for k in $KNOWN_KERNELS; do
+        echo "$names" | grep -qx "$k" || fail "nsearch kernels does not list $k"
+    done
+    note "kernels: $(echo $names)"
+}
+
+case_workloads_list() {
+    ok list workloads || return
+    local names
+    names=$(awk 'NF { print $1 }' "$K/list.out")
+    awk 'NF && NF < 2 { print "    no description: " $0; bad = 1 } END { exit bad }' "$K/list.out" ||
+        fail "nsearch workloads: a line without a name and a description"
+    for w in $KNOWN_WORKLOADS; do
+        echo "$names" | grep -qx "$w" || fail "nsearch workloads does not list $w"
+    done
+    note "workloads: $(echo $names)"
+}
+
+case_help() {
+    ok help --help || return
+    [ -s "$K/help.out" ] || fail "nsearch --help printed nothing on stdout"
+    for word in kernels workloads gen pairs --version; do
+        grep -Fq -- "$word" "$K/help.out" || fail "nsearch --help does not mention $word"
+    done
+    ok pairs_help pairs --help || return
+    for opt in --kernel --input --radius --threads --table-size --output --format csv bin --check --stats; do
+        grep -Fq -- "$opt" "$K/pairs_help.out" || fail "nsearch pairs --help does not mention $opt"
+    done
+    ok gen_help gen --help || return
+    for opt in --workload --n --seed --output; do
+        grep -Fq -- "$opt" "$K/gen_help.out" || fail "nsearch gen --help does not mention $opt"
+    done
+    ok kernels_help kernels --help
+    ok workloads_help workloads --help
+}
+
+case_version() {
+    ok version --version || return
+    grep -Eq '[0-9]+\.[0-9]+(\.[0-9]+)?' "$K/version.out" ||
+        fail "nsearch --version prints no version number: $(head -1 "$K/version.out")"
+    [ "$(wc -l <"$K/version.out")" -le 3 ] || fail "nsearch --version prints more than a version"
+    note "version: $(head -1 "$K/version.out")"
+}
+
+# ------------------------------------------------- kernels agree byte for byte
+
+# agree INPUT WHAT [pairs options]: every kernel's CSV equals naive's.
+agree() {
+    local input=$1 what=$2
+    shift 2
+    ok naive pairs --kernel naive --input "$input" "$@" || return 1
+    check_csv "$K/naive.out" "$what naive"
+    local c
+    c=$(contact_count "$K/naive.out")
+    [ "$c" -gt 0 ] || fail "$what: naive finds no contact at all (workload too sparse to test anything)"
+    note "$what: $c contacts"
+    for k in "${KERNELS[@]}"; do
+        [ "$k" = naive ] && continue
+        ok "k_$k" pairs --kernel "$k" --input "$input" "$@" && same "$K/naive.out" "$K/k_$k.out" "$what: $k vs naive"
+    done
+}
+
+agree_workload() {
+    load_kernels
+    gen "$1" 2000 42 p.csv
+    agree p.csv "$1 n=2000"
+    # --output FILE holds exactly what stdout gets.
+    ok to_file pairs --kernel hash_parallel --input p.csv --output c.csv &&
+        same "$K/naive.out" c.csv "$1: --output file vs stdout"
+    [ -s "$K/to_file.out" ] && fail "$1: stdout not empty with --output"
+}
+case_agree_uniform() { agree_workload uniform; }
+case_agree_dambreak() { agree_workload dambreak; }
+case_agree_clusters() { agree_workload clusters; }
+case_agree_polydisperse() { agree_workload polydisperse; }
+case_agree_sheet() { agree_workload sheet; }
+
+# A 3-column file: the generated coordinates, one radius for all via --radius.
+case_agree_radius() {
+    load_kernels
+    gen uniform 2000 7 p4.csv
+    awk -F, 'NR == 1 { print "x,y,z"; next } { print $1 "," $2 "," $3 }' p4.csv >p3.csv
+    local r
+    r=$(awk -F, 'NR == 2 { print $4 }' p4.csv)
+    agree p3.csv "3 columns --radius $r" --radius "$r"
+    # The same particles written with a 4th column equal to r: the same contacts.
+    awk -F, -v r="$r" 'NR == 1 { print "x,y,z,r"; next } { print $1 "," $2 "," $3 "," r }' p4.csv >p4r.csv
+    ok four pairs --kernel naive --input p4r.csv && same "$K/naive.out" "$K/four.out" "--radius vs a 4th column"
+}
+
+# Threads 1, 2, 3, 8 via --threads and via OMP_NUM_THREADS: identical bytes.
+case_threads() {
+    load_kernels
+    gen clusters 3000 5 p.csv
+    ok ref pairs --kernel naive --input p.csv || return
+    note "$(contact_count "$K/ref.out") contacts"
+    for k in "${KERNELS[@]}"; do
+        for t in 1 2 3 8; do
+            ok_env "opt_${k}_$t" OMP_NUM_THREADS=2 pairs --kernel "$k" --input p.csv --threads "$t" &&
+                same "$K/ref.out" "$K/opt_${k}_$t.out" "$k --threads $t"
+            ok_env "env_${k}_$t" "OMP_NUM_THREADS=$t" pairs --kernel "$k" --input p.csv &&
+                same "$K/ref.out" "$K/env_${k}_$t.out" "$k OMP_NUM_THREADS=$t"
+        done
+    done
+}
+
+# 20,000 particles (some 300,000 contacts to merge and sort): the parallel
+# kernels at 1, 2, 3, 8 threads equal hash_serial, and --check (naive) agrees.
+case_threads_large() {
+    load_kernels
+    gen uniform 20000 13 p.csv
+    ok ref pairs --kernel hash_serial --input p.csv || return
+    check_csv "$K/ref.out" "n=20000 hash_serial"
+    note "$(contact_count "$K/ref.out") contacts"
+    okv chk pairs --kernel hash_parallel --input p.csv --check --threads 2 && same "$K/ref.out" "$K/chk.out" "hash_parallel --check"
+    grep -qw VALID "$K/chk.err" || fail "n=20000 hash_parallel --check: no VALID"
+    local k t
+    for k in "${KERNELS[@]}"; do
+        case $k in naive*) continue ;; esac # O(n^2): covered by --check above and by case threads
+        for t in 1 2 3 8; do
+            ok "${k}_$t" pairs --kernel "$k" --input p.csv --threads "$t" && same "$K/ref.out" "$K/${k}_$t.out" "n=20000 $k --threads $t"
+        done
+    done
+}
+
+# --table-size 1 and 7 (and a large prime): identical bytes, accepted by every kernel.
+case_table_size() {
+    load_kernels
+    gen dambreak 2000 3 p.csv
+    ok ref pairs --kernel naive --input p.csv || return
+    for k in "${KERNELS[@]}"; do
+        for m in 1 7 1000003; do
+            ok "ts_${k}_$m" pairs --kernel "$k" --input p.csv --table-size "$m" --threads 3 &&
+                same "$K/ref.out" "$K/ts_${k}_$m.out" "$k --table-size $m"
+        done
+    done
+}
+
+# Each workload, small: naive (and so every kernel) equals DESIGN.md's predicate
+# recomputed in float32 by python.
+case_reference() {
+    [ -n "$PYTHON" ] || { echo "SKIP: python3 not found"; exit 77; }
+    for w in $KNOWN_WORKLOADS; do
+        gen "$w" 300 11 "$w.csv"
+        $PYTHON "$HERE/cli_ref.py" contacts "$w.csv" >"$K/$w.ref" || die "cli_ref.py failed"
+        ok "$w" pairs --kernel naive --input "$w.csv" && same "$K/$w.ref" "$K/$w.out" "$w n=300: naive vs python reference"
+        note "$w: $(contact_count "$K/$w.ref") contacts"
+    done
+    # 3 columns + --radius
+    awk -F, 'NR == 1 { print "x,y,z"; next } { print $1 "," $2 "," $3 }' uniform.csv >u3.csv
+    local r
+    r=$(awk -F, 'NR == 2 { print $4 }' uniform.csv)
+    $PYTHON "$HERE/cli_ref.py" contacts u3.csv "$r" >"$K/u3.ref"
+    ok u3 pairs --kernel hash_serial --input u3.csv --radius "$r" && same "$K/u3.ref" "$K/u3.out" "3 columns: hash_serial vs python reference"
+}
+
+# ------------------------------------------------------------ --check, --stats
+
+case_check_valid() {
+    load_kernels
+    gen polydisperse 2000 9 p.csv
+    ok ref pairs --kernel naive --input p.csv || return
+    for k in "${KERNELS[@]}"; do
+        run "chk_$k" pairs --kernel "$k" --input p.csv --check
+        if [ "$RC" -ne 0 ]; then
+            fail "$k --check: exit $RC, want 0"
+            show_err "chk_$k"
+            continue
+        fi
+        grep -qw VALID "$K/chk_$k.err" || fail "$k --check: no VALID on stderr"
+        grep -qw INVALID "$K/chk_$k.err" && fail "$k --check: INVALID on stderr"
+        same "$K/ref.out" "$K/chk_$k.out" "$k --check: stdout is the contact CSV and nothing else"
+    done
+    # with --output: the file holds the contacts, stdout stays empty
+    run chk_file pairs --kernel hash_parallel --input p.csv --check --output c.csv
+    [ "$RC" -eq 0 ] || fail "--check --output: exit $RC, want 0"
+    grep -qw VALID "$K/chk_file.err" || fail "--check --output: no VALID on stderr"
+    [ -s "$K/chk_file.out" ] && fail "--check --output: stdout not empty"
+    same "$K/ref.out" c.csv "--check --output"
+    # with --format bin
+    run chk_bin pairs --kernel grid_dense --input p.csv --check --format bin --output c.bin
+    [ "$RC" -eq 0 ] || fail "--check --format bin: exit $RC, want 0"
+    grep -qw VALID "$K/chk_bin.err" || fail "--check --format bin: no VALID on stderr"
+}
+
+# has_number FILE N: N appears as a whole number (plain or with thousands commas).
+has_number() {
+    local grouped
+    grouped=$(echo "$2" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta')
+    grep -Eq "(^|[^0-9.,])($2|$grouped)([^0-9.,]|\$)" "$1"
+}
+
+case_stats() {
+    gen uniform 2000 4 p.csv
+    ok ref pairs --kernel hash_parallel --input p.csv || return
+    local c n=2000 cpp
+    c=$(contact_count "$K/ref.out")
+    cpp=$(awk -v c="$c" -v n="$n" 'BEGIN { printf "%.6f", 2 * c / n }')
+    note "n=$n contacts=$c contacts/particle=$cpp"
+    for k in hash_parallel naive; do
+        run "st_$k" pairs --kernel "$k" --input p.csv --stats
+        if [ "$RC" -ne 0 ]; then
+            fail "$k --stats: exit $RC"
+            show_err "st_$k"
+            continue
+        fi
+        local e=$K/st_$k.err
+        sed 's/^/    stats: /' "$e"
+        same "$K/ref.out" "$K/st_$k.out" "$k --stats: stdout is the contact CSV and nothing else"
+        has_number "$e" "$n" || fail "$k --stats: particle count $n not on stderr"
+        has_number "$e" "$c" || fail "$k --stats: contact count $c not on stderr"
+        grep -Eo '[0-9]+(\.[0-9]+)?' "$e" | awk -v want="$cpp" '
+            { d = $1 - want; if (d < 0) d = -d; if (d <= 0.01 * want + 0.005) found = 1 }
+            END { exit !found }' || fail "$k --stats: contacts per particle ($cpp = 2*$c/$n) not on stderr"
+        for word in read build query write; do
+            grep -iq "$word" "$e" || fail "$k --stats: no '$word' time on stderr"
+        done
+        grep -q 'ms' "$e" || fail "$k --stats: times are not in ms"
+        grep -Eiq 'bytes|memory' "$e" || fail "$k --stats: no index memory in bytes"
+    done
+    # with --output: stdout stays empty, the file is the CSV
+    run st_file pairs --kernel grid_dense --input p.csv --stats --output c.csv
+    [ "$RC" -eq 0 ] || fail "--stats --output: exit $RC"
+    [ -s "$K/st_file.out" ] && fail "--stats --output: stdout not empty"
+    [ -s "$K/st_file.err" ] || fail "--stats --output: nothing on stderr"
+    same "$K/ref.out" c.csv "--stats --output"
+}
+
+# ------------------------------------------------------------------- binary
+
+case_binary() {
+    load_kernels
+    gen dambreak 2000 8 p.csv
+    ok ref pairs --kernel naive --input p.csv || return
+    local c
+    c=$(contact_count "$K/ref.out")
+    note "$c contacts, expecting $((BIN_HEADER_SIZE + BIN_RECORD_SIZE * c)) bytes"
+    for k in "${KERNELS[@]}"; do
+        ok "bin_$k" pairs --kernel "$k" --input p.csv --format bin --output "$k.bin" || continue
+        [ -s "$K/bin_$k.out" ] && fail "$k --format bin --output: stdout not empty"
+        check_bin "$k.bin" "$c" "$k --format bin"
+        bin_to_csv "$k.bin" >"$K/$k.decoded"
+        same "$K/ref.out" "$K/$k.decoded" "$k --format bin decoded vs naive's CSV"
+    done
+    # to stdout: the same bytes
+    ok stdout_bin pairs --kernel hash_serial --input p.csv --format bin && same hash_serial.bin "$K/stdout_bin.out" "--format bin to stdout vs --output"
+    # --format csv is the default
+    ok csv pairs --kernel hash_serial --input p.csv --format csv && same "$K/ref.out" "$K/csv.out" "--format csv vs default"
+    # no contacts: the header alone
+    printf 'x,y,z,r\n0,0,0,0.5\n5,5,5,0.5\n' >none.csv
+    ok none pairs --kernel naive --input none.csv --format bin --output none.bin && check_bin none.bin 0 "no contacts, --format bin"
+    # a known small file: hand-checked values survive the binary format
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n0.5,-0,0,0.5\n' >small.csv
+    ok small_csv pairs --kernel naive --input small.csv &&
+        ok small_bin pairs --kernel hash_parallel --input small.csv --format bin --output small.bin &&
+        check_bin small.bin 3 "small --format bin" &&
+        bin_to_csv small.bin >"$K/small.decoded" && same "$K/small_csv.out" "$K/small.decoded" "small file: binary vs CSV"
+}
+
+# ------------------------------------------------------- input format edges
+
+# expect_output LABEL EXPECTED ARGS...: every kernel prints exactly EXPECTED (printf %b).
+expect_output() {
+    local label=$1 expected=$2
+    shift 2
+    printf '%b' "$expected" >"$K/$label.want"
+    for k in "${KERNELS[@]}"; do
+        ok "${label}_$k" pairs --kernel "$k" "$@" && same "$K/$label.want" "$K/${label}_$k.out" "$label ($k, pairs $*)"
+    done
+}
+
+# Particles 0-based counting data lines only; values computed by hand / in float32.
+INDEX_FILE='# particles for the index test
+x,y,z,r
+
+5,5,5,0.25
+# a comment between data lines
+10,10,10,0.5
+-3,2,1,0.5
+
+0,0,0,0.5
+20,20,20,0.5
+0.6,0,0,0.5
+-2.6,2.2,1.4,0.5
+'
+INDEX_WANT='i,j,overlap,nx,ny,nz\n2,6,0.399999917,0.666666746,0.333333373,0.666666508\n3,5,0.399999976,1,0,0\n'
+
+case_input_indices() {
+    load_kernels
+    printf '%s' "$INDEX_FILE" >idx.csv
+    expect_output idx "$INDEX_WANT" --input idx.csv
+}
+
+case_input_headers() {
+    load_kernels
+    local want='i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n0,2,0.600000024,-1,0,0\n'
+    local data='0,0,0\n0.6,0,0\n-0.4,0,0\n'
+    printf "x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n-0.4,0,0,0.5\n" >h4.csv
+    printf "0,0,0,0.5\n0.6,0,0,0.5\n-0.4,0,0,0.5\n" >n4.csv
+    printf "x,y,z\n$data" >h3.csv
+    printf "$data" >n3.csv
+    printf "# comment before the header\n\nx,y,z\n# after\n$data" >c3.csv
+    expect_output h4 "$want" --input h4.csv
+    expect_output n4 "$want" --input n4.csv
+    expect_output h3 "$want" --input h3.csv --radius 0.5
+    expect_output n3 "$want" --input n3.csv --radius 0.5
+    expect_output c3 "$want" --input c3.csv --radius 0.5
+}
+
+case_input_comments() {
+    load_kernels
+    # blank lines (also spaces only) and comments anywhere, including at the end
+    # and a file without a final newline
+    local want='i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n0,2,0.600000024,-1,0,0\n'
+    printf '\n# head\n#\n\nx,y,z,r\n\n#x,y,z,r\n0,0,0,0.5\n\n# mid, with commas 1,2,3\n0.6,0,0,0.5\n\n\n# tail\n-0.4,0,0,0.5\n\n#' >cm.csv
+    expect_output cm "$want" --input cm.csv
+    # a line of spaces only counts as blank
+    printf 'x,y,z,r\n0,0,0,0.5\n   \n0.6,0,0,0.5\n-0.4,0,0,0.5\n' >ws.csv
+    expect_output spaces_line "$want" --input ws.csv
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5' >nonl.csv
+    expect_output nonl 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n' --input nonl.csv
+}
+
+case_input_crlf() {
+    load_kernels
+    printf '%s' "$INDEX_FILE" | sed 's/$/\r/' >crlf.csv
+    grep -q $'\r' crlf.csv || die "could not make a CRLF file"
+    expect_output crlf "$INDEX_WANT" --input crlf.csv
+    printf 'x,y,z\r\n0,0,0\r\n0.6,0,0\r\n' >crlf3.csv
+    expect_output crlf3 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n' --input crlf3.csv --radius 0.5
+}
+
+case_input_spaces() {
+    load_kernels
+    local want='i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n0,2,0.600000024,-1,0,0\n'
+    printf 'x,y,z,r\n 0 ,0,  0  ,0.5\n0.6 , 0 , 0 , 0.5   \n  -0.4,0 ,0, 0.5\n' >sp.csv
+    expect_output sp "$want" --input sp.csv
+    printf ' x , y , z , r \n0,0,0,0.5\n0.6,0,0,0.5\n-0.4,0,0,0.5\n' >sph.csv
+    expect_output spaced_header "$want" --input sph.csv
+    printf 'x , y , z\r\n 0 , 0 , 0 \r\n 0.6 , 0 , 0 \r\n' >sp3.csv
+    expect_output sp3 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n' --input sp3.csv --radius 0.5
+}
+
+# Numbers are C floating-point literals as strtod reads them.
+case_input_literals() {
+    load_kernels
+    printf 'x,y,z,r\n+0e0,-0.0,.0,5e-1\n6E-1,0.,0x0p0,0x1p-1\n-4.0e-1,0,0,0.50\n' >lit.csv
+    expect_output lit 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n0,2,0.600000024,-1,0,0\n' --input lit.csv
+}
+
+case_input_header_only() {
+    load_kernels
+    printf 'x,y,z,r\n' >h4.csv
+    printf '# nothing yet\nx,y,z,r\n\n# still nothing\n' >h4c.csv
+    printf 'x,y,z\n' >h3.csv
+    expect_output h4 "$CSV_HEADER\n" --input h4.csv
+    expect_output h4c "$CSV_HEADER\n" --input h4c.csv
+    expect_output h3 "$CSV_HEADER\n" --input h3.csv --radius 0.5
+    ok h4bin pairs --kernel hash_parallel --input h4.csv --format bin --output h4.bin && check_bin h4.bin 0 "header only, --format bin"
+    okv h4check pairs --kernel hash_parallel --input h4.csv --check --stats
+    grep -qw VALID "$K/h4check.err" || fail "header only --check: no VALID"
+    # one particle: no contact
+    printf 'x,y,z,r\n1,2,3,4\n' >one.csv
+    expect_output one "$CSV_HEADER\n" --input one.csv
+    # a file with nothing in it (not covered by the contract): no crash, and
+    # either valid and empty or a one-line error naming the file
+    : >empty.csv
+    for k in "${KERNELS[@]}"; do
+        run "empty_$k" pairs --kernel "$k" --input empty.csv --radius 0.5
+        case $RC in
+        0) printf '%s\n' "$CSV_HEADER" | cmp -s - "$K/empty_$k.out" || fail "empty file, $k: exit 0 but output is not the header line" ;;
+        2) grep -q empty.csv "$K/empty_$k.err" || fail "empty file, $k: exit 2 without naming the file" ;;
+        *) fail "empty file, $k: exit $RC (want 0 or 2)" ;;
+        esac
+    done
+}
+
+# Exactly touching: no contact (in x, y, z, mixed radii, negative side); the
+# largest float below touching: a contact.
+case_touching() {
+    load_kernels
+    printf 'x,y,z,r\n0,0,0,0.5\n1,0,0,0.5\n10,0,0,0.5\n10,1,0,0.5\n20,0,0,0.25\n20,0,1,0.75\n-1.5,-30,0,0.5\n-0.5,-30,0,0.5\n40,0,0,0.5\n40.9999962,0,0,0.5\n' >t.csv
+    expect_output touch 'i,j,overlap,nx,ny,nz\n8,9,3.81469727e-06,1,0,0\n' --input t.csv
+    # all exactly touching on a lattice: no contact
+    awk 'BEGIN { print "x,y,z"; for (i = 0; i < 6; i++) for (j = 0; j < 6; j++) for (k = 0; k < 6; k++) print i "," j "," k }' >lat.csv
+    expect_output lattice "$CSV_HEADER\n" --input lat.csv --radius 0.5
+}
+
+# Coincident centres: normal 0,0,0; zero radii: never a contact; -0 never printed.
+case_coincident() {
+    load_kernels
+    printf '1,2,3,0.5\n-4,-4,-4,0.25\n1,2,3,0.5\n-4,-4,-4,0.25\n7,7,7,0\n-4,-4,-4,0.25\n7,7,7,0\n0,0,0,0.5\n0.5,-0,0,0.5\n-0,-0,-0,0.5\n' >co.csv
+    expect_output coincident 'i,j,overlap,nx,ny,nz\n0,2,1,0,0,0\n1,3,0.5,0,0,0\n1,5,0.5,0,0,0\n3,5,0.5,0,0,0\n7,8,0.5,1,0,0\n7,9,1,0,0,0\n8,9,0.5,-1,0,0\n' --input co.csv
+    # 200 particles in one point: every pair, normal 0,0,0
+    awk 'BEGIN { print "x,y,z"; for (i = 0; i < 200; i++) print "-1.25,3.5,-7" }' >pile.csv
+    awk 'BEGIN { print "i,j,overlap,nx,ny,nz"; for (i = 0; i < 200; i++) for (j = i + 1; j < 200; j++) print i "," j ",0.5,0,0,0" }' >"$K/pile.want"
+    for k in "${KERNELS[@]}"; do
+        ok "pile_$k" pairs --kernel "$k" --input pile.csv --radius 0.25 && same "$K/pile.want" "$K/pile_$k.out" "200 coincident particles, $k"
+    done
+    # every radius 0: no contact
+    awk 'BEGIN { print "x,y,z"; for (i = 0; i < 50; i++) print i % 3 ",0,0" }' >zero.csv
+    expect_output zero "$CSV_HEADER\n" --input zero.csv --radius 0
+}
+
+# `--input -` reads standard input (README).
+case_input_stdin() {
+    load_kernels
+    printf '%s' "$INDEX_FILE" >idx.csv
+    printf '%b' "$INDEX_WANT" >"$K/want"
+    local k
+    for k in "${KERNELS[@]}"; do
+        "$BIN" pairs --kernel "$k" --input - <idx.csv >"$K/stdin_$k.out" 2>"$K/stdin_$k.err"
+        RC=$?
+        [ "$RC" -eq 0 ] || { fail "$k --input - : exit $RC"; show_err "stdin_$k"; continue; }
+        same "$K/want" "$K/stdin_$k.out" "$k --input -"
+    done
+}
+
+# The README's worked example, exactly.
+case_readme_example() {
+    printf '# three spheres of radius 0.5, the last one twice\nx,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n0.6,0.8,0,0.5\n0.6,0.8,0,0.5\n' >points.csv
+    printf 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n1,2,0.199999988,0,1,0\n1,3,0.199999988,0,1,0\n2,3,1,0,0,0\n' >"$K/want"
+    okv ex pairs --kernel hash_parallel --input points.csv --check --output out.csv || return
+    same "$K/want" out.csv "README example"
+    grep -qw VALID "$K/ex.err" || fail "README example: no VALID on stderr"
+    [ -s "$K/ex.out" ] && fail "README example: stdout not empty"
+}
+
+# ------------------------------------------------- refusals (exit 1)
+
+# Coordinates 1e30 with radius 0.001: cell coordinates beyond 2^62, refused by every kernel.
+case_too_large() {
+    load_kernels
+    printf 'x,y,z,r\n0,0,0,0.001\n1e30,0,0,0.001\n0.001,0,0,0.001\n' >huge.csv
+    for k in "${KERNELS[@]}"; do
+        expect_fail 1 "" "" pairs --kernel "$k" --input huge.csv --output out.csv
+        message_matches 'too.?large|too big|exceed|beyond' "$k on 1e30"
+        expect_fail 1 "" "" pairs --kernel "$k" --input huge.csv --output out.csv --format bin
+        expect_fail 1 "" "" pairs --kernel "$k" --input huge.csv --output out.csv --check
+    done
+}
+
+# grid_dense on a huge sparse bounding box (1e4^3 cells of size 1 > 1 GiB): exit 1;
+# the other kernels succeed.
+case_grid_dense_cap() {
+    load_kernels
+    printf 'x,y,z,r\n0,0,0,0.5\n0.5,0,0,0.5\n1e4,1e4,1e4,0.5\n' >sparse.csv
+    local want='i,j,overlap,nx,ny,nz\n0,1,0.5,1,0,0\n'
+    printf '%b' "$want" >"$K/want"
+    for k in "${KERNELS[@]}"; do
+        if [ "$k" = grid_dense ]; then
+            expect_fail 1 "" "" pairs --kernel grid_dense --input sparse.csv --output out.csv
+            message_matches 'memory|bytes|[0-9] ?[KMGTPE]i?B|too.?large' "grid_dense on a huge box"
+            expect_fail 1 "" "" pairs --kernel grid_dense --input sparse.csv --output out.csv --check
+            continue
+        fi
+        run "sp_$k" pairs --kernel "$k" --input sparse.csv
+        case " $KNOWN_KERNELS " in
+        *" $k "*)
+            if [ "$RC" -ne 0 ]; then
+                fail "$k on a huge sparse box: exit $RC, want 0"
+                show_err "sp_$k"
+            else
+                same "$K/want" "$K/sp_$k.out" "$k on a huge sparse box"
+            fi
+            ;;
+        *) # a kernel this test does not know: may refuse, must not be wrong
+            if [ "$RC" -eq 0 ]; then same "$K/want" "$K/sp_$k.out" "$k on a huge sparse box"; elif [ "$RC" -ne 1 ]; then fail "$k on a huge sparse box: exit $RC"; fi ;;
+        esac
+    done
+}
+
+# ----------------------------------------------------------------- gen
+
+case_gen_format() {
+    local w
+    for w in $KNOWN_WORKLOADS; do
+        ok "$w" gen --workload "$w" --n 500 --seed 3 || continue
+        local f=$K/$w.out
+        [ "$(head -n 1 "$f")" = "x,y,z,r" ] || fail "gen $w: first line is not x,y,z,r"
+        [ "$(wc -l <"$f")" -eq 501 ] || fail "gen $w --n 500: $(($(wc -l <"$f") - 1)) data lines"
+        awk -F, 'NR > 1 {
+                if (NF != 4) { print "    line " NR ": " NF " fields"; bad = 1 }
+                for (k = 1; k <= 4; k++) if ($k !~ /^-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$/ || $k ~ /^-0$/) { print "    line " NR ": not %g: " $k; bad = 1 }
+                if ($4 < 0) { print "    line " NR ": negative radius"; bad = 1 }
+            } END { exit bad }' "$f" | head -5
+        [ "${PIPESTATUS[0]}" -eq 0 ] || fail "gen $w: malformed data lines"
+        if [ -n "$PYTHON" ]; then
+            $PYTHON "$HERE/cli_ref.py" checknum "$f" | sed 's/^/    /'
+            [ "${PIPESTATUS[0]}" -eq 0 ] || fail "gen $w: numbers are not %.9g of floats"
+        fi
+    done
+    # n = 1 and n = 0 need not be special: they are files the reader takes
+    ok one gen --workload uniform --n 1 --seed 1 && [ "$(wc -l <"$K/one.out")" -eq 2 ] || fail "gen --n 1: not one data line"
+}
+
+case_gen_determinism() {
+    ok a gen --workload clusters --n 1000 --seed 17 || return
+    ok b gen --workload clusters --n 1000 --seed 17 && same "$K/a.out" "$K/b.out" "gen twice with --seed 17"
+    ok c gen --workload clusters --n 1000 --seed 18 && cmp -s "$K/a.out" "$K/c.out" && fail "gen --seed 17 and --seed 18 give the same particles"
+    ok d gen --workload clusters --n 1000 && ok e gen --workload clusters --n 1000 && same "$K/d.out" "$K/e.out" "gen without --seed, twice"
+    for w in $KNOWN_WORKLOADS; do
+        ok "s1_$w" gen --workload "$w" --n 300 --seed 1 && ok "s2_$w" gen --workload "$w" --n 300 --seed 2 &&
+            cmp -s "$K/s1_$w.out" "$K/s2_$w.out" && fail "gen $w: seeds 1 and 2 give the same particles"
+    done
+}
+
+case_gen_output() {
+    for w in $KNOWN_WORKLOADS; do
+        ok "so_$w" gen --workload "$w" --n 700 --seed 5 || continue
+        ok "fo_$w" gen --workload "$w" --n 700 --seed 5 --output "$w.csv" || continue
+        [ -s "$K/fo_$w.out" ] && fail "gen --output: stdout not empty"
+        same "$K/so_$w.out" "$w.csv" "gen $w --output vs stdout"
+    done
+    # --output replaces an existing file
+    printf '%s\n' "$PRECIOUS" >old.csv
+    ok over gen --workload uniform --n 700 --seed 5 --output old.csv && same "$K/so_uniform.out" old.csv "gen --output over an existing file"
+}
+
+case_gen_roundtrip() {
+    load_kernels
+    local w
+    for w in $KNOWN_WORKLOADS; do
+        ok "g_$w" gen --workload "$w" --n 1500 --seed 21 --output "$w.csv" || continue
+        okv "s_$w" pairs --kernel hash_parallel --input "$w.csv" --stats --output "$w.contacts" || continue
+        has_number "$K/s_$w.err" 1500 || fail "gen $w --n 1500 | pairs --stats: particle count 1500 not reported"
+        ok "n_$w" pairs --kernel naive --input "$w.csv" && same "$K/n_$w.out" "$w.contacts" "gen $w -> pairs hash_parallel vs naive"
+        check_csv "$w.contacts" "gen $w -> pairs"
+    done
+}
+
+# ---------------------------------------------------------------- Ctrl-C
+
+# start_bg ARGS...: the tool in the background with SIGINT at its default action
+# (a non-interactive shell starts background jobs with SIGINT ignored; a real
+# Ctrl-C hits a foreground process that has it at the default).
+start_bg() {
+    if env --default-signal=INT true 2>/dev/null; then
+        env --default-signal=INT "$BIN" "$@" >"$K/bg.out" 2>"$K/bg.err" &
+    else
+        set -m
+        "$BIN" "$@" >"$K/bg.out" 2>"$K/bg.err" &
+        set +m
+    fi
+    BGPID=$!
+}
+
+# wait_bg SECONDS: waits for the background run; sets BGRC (or kills it and fails).
+wait_bg() {
+    local limit=$1 t=0
+    while kill -0 "$BGPID" 2>/dev/null && [ "$t" -lt $((limit * 10)) ]; do
+        sleep 0.1
+        t=$((t + 1))
+    done
+    if kill -0 "$BGPID" 2>/dev/null; then
+        fail "nsearch still running ${limit}s after SIGINT"
+        kill -KILL "$BGPID" 2>/dev/null
+    fi
+    wait "$BGPID"
+    BGRC=$?
+}
+
+# SIGINT during the search (naive on 300,000 particles takes far longer than 1.5 s).
+case_sigint_search() {
+    gen uniform 300000 2 big.csv
+    printf '%s\n' "$PRECIOUS" >out.csv
+    cp out.csv "$K/out.before"
+    ls_dir >"$K/dir.before"
+    start_bg pairs --kernel naive --input big.csv --output out.csv
+    sleep 1.5
+    kill -0 "$BGPID" 2>/dev/null || fail "nsearch pairs --kernel naive on 300000 particles ended within 1.5 s (exit?)"
+    kill -INT "$BGPID" 2>/dev/null
+    wait_bg 15
+    note "exit status after SIGINT: $BGRC; stderr: $(head -c 300 "$K/bg.err")"
+    [ "$BGRC" -ne 0 ] || fail "nsearch exited 0 after SIGINT during the search"
+    cmp -s out.csv "$K/out.before" || fail "SIGINT: the existing output file was modified ($(wc -c <out.csv) bytes now)"
+    ls_dir >"$K/dir.after"
+    if ! cmp -s "$K/dir.before" "$K/dir.after"; then
+        fail "SIGINT: the directory changed (a temporary file left behind?):"
+        diff "$K/dir.before" "$K/dir.after" | sed 's/^/    /'
+    fi
+    [ "$FAILS" -eq 0 ] && rm -f big.csv
+}
+
+# SIGINT while the output is being written: 1200 particles all touching
+# (720,000 contacts, tens of MB of CSV). The directory is watched for a new
+# (temporary) file or a change to out.csv, and SIGINT is sent as soon as one appears.
+case_sigint_write() {
+    gen uniform 1200 3 p4.csv
+    awk -F, 'NR == 1 { print "x,y,z"; next } { print $1 "," $2 "," $3 }' p4.csv >p.csv
+    rm -f p4.csv
+    printf '%s\n' "$PRECIOUS" >out.csv
+    cp out.csv "$K/out.before"
+    ls_dir >"$K/dir.before"
+    local n0 seen=0 files
+    n0=$(ls -A | wc -l)
+    sleep 0.05
+    touch "$K/stamp" # newer than out.csv: out.csv -nt stamp means it is being written
+    shopt -s nullglob dotglob
+    start_bg pairs --kernel hash_serial --input p.csv --radius 1e6 --output out.csv
+    local start=$SECONDS
+    while kill -0 "$BGPID" 2>/dev/null && [ $((SECONDS - start)) -lt 60 ]; do
+        files=(*)
+        if [ "${#files[@]}" -ne "$n0" ] || [ out.csv -nt "$K/stamp" ] || [ ! -e out.csv ]; then
+            seen=1
+            kill -INT "$BGPID" 2>/dev/null
+            break
+        fi
+        sleep 0.002
+    done
+    shopt -u nullglob dotglob
+    wait_bg 15
+    note "write seen: $seen; exit status: $BGRC; stderr: $(head -c 300 "$K/bg.err")"
+    ls_dir >"$K/dir.after"
+    if ! cmp -s "$K/dir.before" "$K/dir.after"; then
+        fail "SIGINT while writing: the directory changed (a temporary file left behind?):"
+        diff "$K/dir.before" "$K/dir.after" | sed 's/^/    /'
+    fi
+    if cmp -s out.csv "$K/out.before"; then
+        note "out.csv unchanged"
+    else
+        # Only acceptable if the run had completed (rename) before the signal arrived.
+        local lines
+        lines=$(wc -l <out.csv)
+        if [ "$lines" -eq $((1 + 1200 * 1199 / 2)) ] && [ -z "$(tail -c 1 out.csv)" ]; then
+            note "out.csv complete: the rename came before SIGINT"
+        else
+            fail "SIGINT while writing: out.csv is neither the old content nor the complete output ($lines lines)"
+        fi
+    fi
+    if [ "$seen" -eq 0 ]; then
+        note "no write seen before the run ended: the write phase was not interrupted this time"
+        [ "$BGRC" -eq 0 ] || fail "uninterrupted run exited $BGRC"
+    fi
+    rm -f out.csv
+}
+
+# ------------------------------------------------- errors: usage (exit 2)
+
+case_err_no_command() { expect_fail 2 "" ""; }
+case_err_unknown_command() {
+    expect_fail 2 "" "" frobnicate --output out.csv
+    message_matches frobnicate "unknown command"
+}
+case_err_unknown_option() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --output out.csv --frobnicate
+    message_matches '--frobnicate' "unknown option"
+}
+case_err_unknown_kernel() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel quantum --input good.csv --output out.csv
+    message_matches quantum "unknown kernel"
+}
+case_err_missing_value() {
+    good_input
+    expect_fail 2 "" "" pairs --input good.csv --output out.csv --kernel
+    message_matches '--kernel' "missing value"
+}
+case_err_missing_kernel() {
+    good_input
+    expect_fail 2 "" "" pairs --input good.csv --output out.csv
+    message_matches 'kernel' "no --kernel"
+}
+case_err_missing_input_option() {
+    expect_fail 2 "" "" pairs --kernel naive --output out.csv
+    message_matches 'input' "no --input"
+}
+case_err_threads_negative() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel hash_parallel --input good.csv --output out.csv --threads -3
+    message_matches 'threads' "--threads -3"
+}
+case_err_threads_zero() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel hash_parallel --input good.csv --output out.csv --threads 0
+    message_matches 'threads' "--threads 0"
+}
+case_err_threads_garbage() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive_omp --input good.csv --output out.csv --threads 2x
+    expect_fail 2 "" "" pairs --kernel naive_omp --input good.csv --output out.csv --threads ''
+    expect_fail 2 "" "" pairs --kernel naive_omp --input good.csv --output out.csv --threads 99999999999999999999
+}
+case_err_table_size_zero() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel hash_serial --input good.csv --output out.csv --table-size 0
+    message_matches 'table' "--table-size 0"
+    expect_fail 2 "" "" pairs --kernel hash_serial --input good.csv --output out.csv --table-size -7
+}
+case_err_format_xml() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --output out.csv --format xml
+    message_matches xml "--format xml"
+}
+case_err_radius_option() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive --input good3.csv --output out.csv --radius -1
+    expect_fail 2 "" "" pairs --kernel naive --input good3.csv --output out.csv --radius abc
+    expect_fail 2 "" "" pairs --kernel naive --input good3.csv --output out.csv --radius nan
+}
+case_err_gen_n_not_number() {
+    expect_fail 2 "" "" gen --workload uniform --n abc --output out.csv
+    expect_fail 2 "" "" gen --workload uniform --n 12x --output out.csv
+    expect_fail 2 "" "" gen --workload uniform --n -5 --output out.csv
+}
+case_err_gen_unknown_workload() {
+    expect_fail 2 "" "" gen --workload tornado --n 100 --output out.csv
+    message_matches tornado "unknown workload"
+}
+
+# ------------------------------------------ errors: invalid input (exit 2)
+
+case_err_missing_input() {
+    expect_fail 2 "no-such-file.csv" "" pairs --kernel naive --input no-such-file.csv --output out.csv
+}
+case_err_input_directory() {
+    mkdir adir
+    expect_fail 2 "adir" "" pairs --kernel naive --input adir --output out.csv
+}
+case_err_not_number() {
+    printf '# three columns\nx,y,z\n\n0,0,0\n# comment\n1,2,abc\n3,3,3\n' >bad.csv
+    expect_fail 2 bad.csv 6 pairs --kernel naive --input bad.csv --radius 0.5 --output out.csv
+}
+case_err_trailing_garbage() {
+    printf 'x,y,z,r\n0,0,0,0.5\n\n1,2,3,0.5x\n' >bad.csv
+    expect_fail 2 bad.csv 4 pairs --kernel hash_serial --input bad.csv --output out.csv
+}
+case_err_empty_field() {
+    printf '# c\nx,y,z,r\n1,,3,0.5\n' >bad.csv
+    expect_fail 2 bad.csv 3 pairs --kernel naive --input bad.csv --output out.csv
+}
+case_err_field_count() {
+    printf 'x,y,z,r\n0,0,0,0.5\n1,1,1,0.5\n# comment\n1,2,3\n4,4,4,0.5\n' >bad.csv
+    expect_fail 2 bad.csv 5 pairs --kernel naive --input bad.csv --output out.csv
+}
+case_err_field_count_more() {
+    printf '\n0,0,0,0.5\n\n1,2,3,0.5,9\n' >bad.csv
+    expect_fail 2 bad.csv 4 pairs --kernel grid_dense --input bad.csv --output out.csv
+}
+case_err_late_header() {
+    printf '0,0,0,0.5\n1,1,1,0.5\n#\nx,y,z,r\n' >bad.csv
+    expect_fail 2 bad.csv 4 pairs --kernel naive --input bad.csv --output out.csv
+}
+case_err_nan() {
+    printf 'x,y,z,r\n#\n0,0,0,0.5\n0,nan,0,0.5\n' >bad.csv
+    expect_fail 2 bad.csv 4 pairs --kernel naive --input bad.csv --output out.csv
+}
+case_err_inf() {
+    printf 'x,y,z,r\n0,0,inf,0.5\n' >bad.csv
+    expect_fail 2 bad.csv 2 pairs --kernel naive --input bad.csv --output out.csv
+    printf 'x,y,z,r\n0,0,0,0.5\n\n0,0,0,-INFINITY\n' >bad2.csv
+    expect_fail 2 bad2.csv 4 pairs --kernel naive --input bad2.csv --output out.csv
+}
+case_err_float_range() {
+    printf 'x,y,z,r\n0,0,0,0.5\n# comment\n\n1e39,0,0,0.5\n' >bad.csv
+    expect_fail 2 bad.csv 5 pairs --kernel naive --input bad.csv --output out.csv
+    printf '0,0,0,0.5\n1,1,1,3.5e38\n' >bad2.csv
+    expect_fail 2 bad2.csv 2 pairs --kernel naive --input bad2.csv --output out.csv
+    printf 'x,y,z\n0,0,-1e400\n' >bad3.csv
+    expect_fail 2 bad3.csv 2 pairs --kernel naive --input bad3.csv --radius 1 --output out.csv
+}
+case_err_negative_radius() {
+    printf '# radii\nx,y,z,r\n0,0,0,0.5\n\n# next\n1,0,0,0.5\n1,1,1,-1\n' >points.csv
+    expect_fail 2 points.csv 7 pairs --kernel naive --input points.csv --output out.csv
+    message_matches 'radius' "negative radius"
+    message_matches 'negative' "negative radius"
+    message_matches '-1' "negative radius"
+}
+case_err_crlf_line() {
+    printf 'x,y,z,r\r\n0,0,0,0.5\r\n\r\n# c\r\n1,zz,1,0.5\r\n' >bad.csv
+    expect_fail 2 bad.csv 5 pairs --kernel naive --input bad.csv --output out.csv
+    case $ERRLINE in *$'\r'*) fail "CRLF: the message contains a carriage return" ;; esac
+}
+case_err_three_col_no_radius() {
+    printf 'x,y,z\n0,0,0\n0.6,0,0\n' >three.csv
+    expect_fail 2 three.csv "" pairs --kernel naive --input three.csv --output out.csv
+    printf '0,0,0\n0.6,0,0\n' >three2.csv
+    expect_fail 2 three2.csv "" pairs --kernel naive --input three2.csv --output out.csv
+}
+case_err_radius_with_four_col() {
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n' >four.csv
+    expect_fail 2 four.csv "" pairs --kernel naive --input four.csv --radius 0.5 --output out.csv
+}
+# A write error on standard output (a full disk): exit 1 with a one-line message.
+case_err_write_error() {
+    [ -w /dev/full ] || { echo "SKIP: no /dev/full"; exit 77; }
+    good_input
+    local what
+    for what in "pairs --kernel naive --input good.csv" "pairs --kernel naive --input good.csv --format bin" \
+        "gen --workload uniform --n 10" "kernels"; do
+        # shellcheck disable=SC2086
+        "$BIN" $what >/dev/full 2>"$K/full.err"
+        RC=$?
+        [ "$RC" -eq 1 ] || fail "nsearch $what >/dev/full: exit $RC, want 1"
+        if [ "$(wc -l <"$K/full.err")" -ne 1 ]; then
+            fail "nsearch $what >/dev/full: stderr is not one line (a write error must be reported):"
+            sed 's/^/    | /' "$K/full.err" | head -5
+        else
+            note "nsearch $what >/dev/full: $(cat "$K/full.err")"
+        fi
+    done
+}
+case_err_bad_output_dir() {
+    # an output in a folder that does not exist: not the input's fault, exit 1
+    good_input
+    run bad_out pairs --kernel naive --input good.csv --output no-such-dir/out.csv
+    [ "$RC" -eq 1 ] || fail "--output no-such-dir/out.csv: exit $RC, want 1 (README: a write error)"
+    [ "$(wc -l <"$K/bad_out.err")" -eq 1 ] || fail "--output no-such-dir/out.csv: stderr is not one line"
+    [ -e no-such-dir ] && fail "--output no-such-dir/out.csv: created the folder"
+}
+
+# ---------------------------------------------------------------- main
+
+if ! declare -F "case_$CASE" >/dev/null; then
+    echo "unknown case $CASE; cases:" >&2
+    declare -F | awk '$3 ~ /^case_/ { sub(/^case_/, "", $3); print "  " $3 }' >&2
+    exit 2
+fi
+"case_$CASE"
+if [ "$FAILS" -ne 0 ]; then
+    echo "$CASE: $FAILS check(s) failed (scratch: $SCRATCH)"
+    exit 1
+fi
+echo "$CASE: passed"
+exit 0

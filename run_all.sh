@@ -1,31 +1,53 @@
 #!/usr/bin/env bash
-# run_all.sh - the one entry point of nsearch-bench.
-#
-#   ./run_all.sh --test     install what is missing, build (Release), run every test
-#   ./run_all.sh            the benchmark sweep (not built yet: see README)
-#   ./run_all.sh --help
+# run_all.sh - the one entry point of nsearch-bench: dependencies, build,
+# benchmark sweep, results, figures, summary; tests; redrawing figures;
+# comparing machines. ./run_all.sh --help lists everything.
 set -euo pipefail
 cd "$(dirname "$0")"
+ROOT=$(pwd)
 
 usage() {
     cat <<'USAGE'
-Usage: ./run_all.sh [--test] [--help]
+Usage:
+  ./run_all.sh [SWEEP OPTIONS]                 build, run the sweep, write results, figures, summary
+  ./run_all.sh --quick [SWEEP OPTIONS]         a reduced sweep (n <= 20,000, 3 short repetitions)
+  ./run_all.sh --resume [SWEEP OPTIONS]        continue the latest interrupted run of this commit
+                                               with the same options
+  ./run_all.sh --test                          install what is missing, build, run every test
+  ./run_all.sh --plots A.json [B.json ...] [--out DIR]
+                                               redraw every figure from existing results (several
+                                               files: the machines side by side too)
+  ./run_all.sh --compare A.json B.json [--out DIR]
+                                               compare two result files, configuration by
+                                               configuration: ratio of medians, U-test
+  ./run_all.sh --help
 
-  --test   install missing build dependencies (apt-get, as root), configure and
-           build the Release preset, and run the whole ctest suite; exits
-           non-zero on any failure
-  --help   this text
+Sweep options:
+  --kernels A,B       only these kernels (default: all)
+  --workloads A,B     only these workloads (default: all)
+  --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
+  --max-n N           the largest n (default 100,000; more extends the sweep of the
+                      non-quadratic kernels to 200k, 500k, 1M, ... N)
+  --repetitions R     repetitions per configuration (default 5; 3 with --quick)
 
-Environment: NS_WERROR=ON turns compiler warnings into errors (CI sets it);
-JOBS sets the build parallelism (default: the number of cores).
+A run writes everything under results/<host>/<UTC timestamp>/: bench.json (Google
+Benchmark's JSON, every repetition), bench.tsv (one row per configuration),
+summary.md, figures/*.png and *.svg, and parts/ (one JSON per workload and n, so an
+interruption loses nothing measured). Exit status: 1 when any kernel's contacts
+differ from the reference, 2 on a usage error.
+
+Environment: NS_WERROR=ON turns warnings into errors (CI sets it); JOBS sets the
+build parallelism.
 USAGE
 }
 
 log() { printf '[run_all] %s\n' "$*"; }
 die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 
-# Debian packages the build and tests need.
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
+SWEEP_PACKAGES=(python3 jq gnuplot-nox)
+COMPARE_PACKAGES=(python3 python3-scipy python3-numpy libbenchmark-tools)
+FIGURES=(scaling per_particle doubling speedup breakdown workloads)
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.
@@ -52,29 +74,204 @@ build_release() {
     log "configuring (preset release, NS_WERROR=${NS_WERROR:-OFF})"
     NS_WERROR="${NS_WERROR:-OFF}" cmake --preset release >/dev/null
     log "building"
-    cmake --build --preset release -j "$(jobs)"
+    cmake --build --preset release -j "$(jobs)" >/dev/null
 }
 
 run_tests() {
+    ensure_packages "${SWEEP_PACKAGES[@]}" "${COMPARE_PACKAGES[@]}" # the plots tests
     build_release
     log "running ctest"
     ctest --preset release -j "$(jobs)"
 }
 
-mode=sweep
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --test) mode=test ;;
-        -h|--help) usage; exit 0 ;;
-        *) usage >&2; die "unknown option: $1" ;;
-    esac
-    shift
-done
+duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-case "$mode" in
-    test) run_tests ;;
-    sweep)
-        build_release
-        log "the benchmark sweep (nsearch-bench) is not built yet; run ./run_all.sh --test for the tests"
-        exit 1 ;;
+# Every figure of one or more result files into a folder (PNG and SVG).
+draw() {
+    local out=$1
+    shift
+    ensure_packages "${SWEEP_PACKAGES[@]}"
+    local data
+    data=$(mktemp -d)
+    mkdir -p "$out"
+    python3 "$ROOT/harness/results.py" plotdata "$@" --out "$data"
+    local figures=("${FIGURES[@]}")
+    [ $# -gt 1 ] && figures+=(machines)
+    local f fmt
+    for f in "${figures[@]}"; do
+        for fmt in png svg; do
+            gnuplot -e "data='$data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
+                "$ROOT/plots/$f.gp" || die "gnuplot failed on plots/$f.gp"
+        done
+    done
+    rm -rf "$data"
+    log "figures: ${figures[*]} (PNG and SVG) in $out"
+}
+
+# --plots A.json [B.json ...] [--out DIR]
+plots_mode() {
+    local out="" files=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
+            -*) die "unknown option for --plots: $1" ;;
+            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
+        esac
+        shift
+    done
+    [ ${#files[@]} -ge 1 ] || die "--plots needs at least one results file"
+    draw "${out:-$(dirname "${files[0]}")/figures}" "${files[@]}"
+}
+
+# --compare A.json B.json [--out DIR]
+compare_mode() {
+    local out="" files=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
+            -*) die "unknown option for --compare: $1" ;;
+            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
+        esac
+        shift
+    done
+    [ ${#files[@]} -eq 2 ] || die "--compare needs exactly two results files"
+    ensure_packages "${SWEEP_PACKAGES[@]}" "${COMPARE_PACKAGES[@]}"
+    out=${out:-$(dirname "${files[1]}")/compare}
+    mkdir -p "$out"
+    local compare
+    compare=$(dpkg -L libbenchmark-tools | grep '/compare\.py$' | head -n 1)
+    [ -n "$compare" ] || die "compare.py not found in libbenchmark-tools"
+    python3 "$ROOT/harness/results.py" pair "${files[0]}" "${files[1]}" --out "$out"
+    # Debian's python packages (scipy) are seen by the system python
+    /usr/bin/python3 "$compare" -a --no-color --dump_to_json "$out/compare.json" benchmarks \
+        "$out/a.json" "$out/b.json" | tee "$out/compare.txt"
+    python3 "$ROOT/harness/results.py" ratios "$out/compare.json" "$out/a.json" "$out/b.json" \
+        --out "$out/data"
+    local fmt
+    for fmt in png svg; do
+        gnuplot -e "data='$out/data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
+            "$ROOT/plots/compare.gp" || die "gnuplot failed on plots/compare.gp"
+    done
+    log "comparison: $out/compare.txt, $out/compare.png, $out/compare.svg"
+}
+
+# The sweep: one nsearch-bench process per (workload, n), merged at the end.
+sweep_mode() {
+    local quick=0 resume=0 reps="" args=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --quick) quick=1 ;;
+            --resume) resume=1 ;;
+            --kernels|--workloads|--threads|--max-n)
+                [ $# -ge 2 ] || die "$1 needs a value"; args+=("$1" "$2"); shift ;;
+            --repetitions)
+                [ $# -ge 2 ] || die "$1 needs a value"
+                [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--repetitions '$2' is not a whole number >= 1"
+                reps=$2; shift ;;
+            *) usage >&2; die "unknown option: $1" ;;
+        esac
+        shift
+    done
+    local min_time=""
+    if [ $quick -eq 1 ]; then
+        reps=${reps:-3}
+        min_time=0.05
+        [[ " ${args[*]} " == *" --max-n "* ]] || args+=(--max-n 20000)
+    fi
+    reps=${reps:-5}
+    ensure_packages "${SWEEP_PACKAGES[@]}"
+    build_release
+    local bench=build/release/nsearch-bench
+    local commit flags
+    commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    flags="quick=$quick reps=$reps ${args[*]}"
+
+    local host dir=""
+    host=$(hostname)
+    if [ $resume -eq 1 ]; then
+        local d
+        for d in $(ls -d "results/$host"/*/ 2>/dev/null | sort -r); do
+            if [ -f "$d/run.conf" ] && [ ! -f "$d/bench.json" ] &&
+                [ "$(cat "$d/run.conf")" = "$(printf 'commit=%s\nflags=%s' "$commit" "$flags")" ]; then
+                dir=${d%/}
+                break
+            fi
+        done
+        [ -n "$dir" ] || die "--resume: no unfinished run of commit ${commit:0:12} with options '$flags' under results/$host/"
+        rm -f "$dir"/parts/*.tmp
+        log "resuming $dir"
+    else
+        dir="results/$host/$(date -u +%Y%m%dT%H%M%SZ)"
+        mkdir -p "$dir/parts"
+        printf 'commit=%s\nflags=%s' "$commit" "$flags" >"$dir/run.conf"
+    fi
+
+    # the configurations, grouped by workload and n (each group shares one reference)
+    local names groups
+    names=$("$bench" "${args[@]}" --benchmark_list_tests | sed 's|/manual_time$||')
+    groups=$(printf '%s\n' "$names" | awk -F/ '{ g = $2 "/" $3; if (!(g in seen)) { seen[g] = 1; print g } }')
+    local total done_count=0 group_count i=0 status=0 start=$SECONDS
+    total=$(printf '%s\n' "$names" | wc -l)
+    group_count=$(printf '%s\n' "$groups" | wc -l)
+    log "$total configurations in $group_count groups, $reps repetitions, into $dir ($(nproc) cores)"
+    local load
+    load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+    awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }' &&
+        log "WARNING: load average $load is above half the cores: timings will be disturbed"
+
+    local gb_flags=(--benchmark_repetitions="$reps" --benchmark_display_aggregates_only=true)
+    [ -n "$min_time" ] && gb_flags+=(--benchmark_min_time="$min_time")
+    local g part count
+    for g in $groups; do
+        i=$((i + 1))
+        part="$dir/parts/$(printf '%03d' "$i")"
+        count=$(printf '%s\n' "$names" | awk -F/ -v g="$g" '$2 "/" $3 == g' | wc -l)
+        if [ -f "$part.json" ]; then
+            done_count=$((done_count + count))
+            continue
+        fi
+        local filter="^[^/]+/${g%%/*}/${g#*/}/threads:[0-9]+/"
+        local rc=0
+        "$bench" "${args[@]}" "${gb_flags[@]}" --benchmark_filter="$filter" \
+            --benchmark_out="$part.json.tmp" --benchmark_out_format=json >"$part.log" 2>&1 || rc=$?
+        if [ ! -s "$part.json.tmp" ]; then
+            tail -n 5 "$part.log" >&2
+            die "nsearch-bench failed on $g (exit $rc; log: $part.log)"
+        fi
+        mv "$part.json.tmp" "$part.json"
+        [ $rc -eq 0 ] || status=1
+        # progress, one line per configuration of the group
+        local elapsed=$((SECONDS - start)) line
+        while IFS= read -r line; do
+            done_count=$((done_count + 1))
+            local left=$(((total - done_count) * elapsed / (done_count > 0 ? done_count : 1)))
+            printf '[%d/%d] %s (elapsed %s, about %s left)\n' "$done_count" "$total" "$line" \
+                "$(duration "$elapsed")" "$(duration "$left")"
+        done < <(jq -r '.benchmarks[] | select(.error_occurred or .aggregate_name == "median" or
+                        (.run_type == "iteration" and .repetitions == 1))
+                 | (.run_name | sub("/manual_time$"; "")) + " ... " + (if .error_occurred then .error_message
+                                         else ((.real_time * 1000 | round) / 1000 | tostring) + " ms" end)' \
+                    "$part.json" | awk '!seen[$0]++')
+    done
+
+    # merge, flatten, summarize, draw
+    jq -s '{context: .[0].context, benchmarks: (map(.benchmarks) | add)}' "$dir"/parts/*.json \
+        >"$dir/bench.json.tmp"
+    mv "$dir/bench.json.tmp" "$dir/bench.json"
+    python3 harness/results.py flatten "$dir/bench.json" >"$dir/bench.tsv"
+    python3 harness/results.py summary "$dir/bench.json" --markdown >"$dir/summary.md" || status=1
+    draw "$dir/figures" "$dir/bench.json"
+    echo
+    python3 harness/results.py summary "$dir/bench.json" || true
+    log "results: $dir (bench.json, bench.tsv, summary.md, figures/) in $(duration $((SECONDS - start)))"
+    [ $status -eq 0 ] || log "FAILED: some kernel's contacts differ from the reference (see summary)"
+    return $status
+}
+
+case "${1:-}" in
+    --test) [ $# -eq 1 ] || die "--test takes no other option"; run_tests ;;
+    --plots) shift; plots_mode "$@" ;;
+    --compare) shift; compare_mode "$@" ;;
+    -h|--help) usage ;;
+    *) sweep_mode "$@" ;;
 esac

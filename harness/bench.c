@@ -603,20 +603,15 @@ static void make_dirs(const char *path)
         die("cannot create %s: %s", path, strerror(errno));
 }
 
-/* Adds a Google Benchmark flag unless the user gave it. */
-static void default_flag(int *argc, char ***argv, const char *flag)
+/* Appends a Google Benchmark flag to args unless the user gave it. */
+static void default_flag(int *argc, char **args, const char *flag)
 {
     size_t len = strcspn(flag, "=");
     for (int a = 1; a < *argc; a++)
-        if (strncmp((*argv)[a], flag, len) == 0)
+        if (strncmp(args[a], flag, len) == 0)
             return;
-    char **v = malloc((size_t)(*argc + 2) * sizeof *v);
-    if (!v)
-        die("out of memory");
-    memcpy(v, *argv, (size_t)*argc * sizeof *v);
-    v[(*argc)++] = (char *)flag;
-    v[*argc] = NULL;
-    *argv = v;
+    args[(*argc)++] = (char *)flag;
+    args[*argc] = NULL;
 }
 
 static bool has_flag(int argc, char **argv, const char *prefix)
@@ -632,9 +627,16 @@ int main(int argc, char **argv)
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
         cores = 1;
+    /* before Google Benchmark takes its flags out of argv */
     bool listing = has_flag(argc, argv, "--benchmark_list_tests");
-    default_flag(&argc, &argv, "--benchmark_repetitions=5");
-    default_flag(&argc, &argv, "--benchmark_display_aggregates_only=true");
+    bool user_out = has_flag(argc, argv, "--benchmark_out=");
+    char **args = malloc((size_t)(argc + 3) * sizeof *args);
+    if (!args)
+        die("out of memory");
+    memcpy(args, argv, (size_t)(argc + 1) * sizeof *args);
+    default_flag(&argc, args, "--benchmark_repetitions=5");
+    default_flag(&argc, args, "--benchmark_display_aggregates_only=true");
+    argv = args;
     nsb_initialize(&argc, argv);
     options o = parse_options(argc, argv);
     /* Thread wake-up: see README ("Thread wake-up"). Before the first
@@ -644,7 +646,6 @@ int main(int argc, char **argv)
         setenv("OMP_WAIT_POLICY", policy, 1);
 
     static char out_flag[1100];
-    bool user_out = has_flag(argc, argv, "--benchmark_out=");
     if (!listing && !o.no_results && !user_out) {
         char dir[700], host[256] = "unknown", stamp[32];
         gethostname(host, sizeof host);
@@ -679,6 +680,8 @@ int main(int argc, char **argv)
     nsb_run();
     nsb_shutdown();
 
+    free(args);
+    free(configs);
     if (listing)
         return 0;
     if (results_tmp[0]) {

@@ -5,7 +5,9 @@
  * prefix sum turns counts into bucket starts, and particles are scattered
  * into their buckets through atomic cursors (so the order inside a bucket
  * varies from run to run; the contacts do not). Threads query blocks of
- * particles into their own contact buffers, concatenated at the end.
+ * buckets into their own contact buffers, concatenated at the end; the
+ * particles of a bucket that share a cell are tested together, so each
+ * candidate is loaded once for all of them.
  * O(n / T) time, O(n + table_size) memory. */
 #include "internal.h"
 
@@ -91,34 +93,54 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     return NS_OK;
 }
 
+/* Up to this many particles of one cell are tested together, so each
+ * candidate's position is loaded once for all of them. */
+enum { GROUP = 32 };
+
 static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size_t *candidates,
                        ns_error *err)
 {
     state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     ns__tbufs_reset(&s->out);
-    long long n = (long long)in->n;
+    long long buckets = (long long)s->table_size;
     size_t tested = 0;
 #pragma omp parallel num_threads(in->threads) reduction(+ : tested)
     {
         int t = omp_get_thread_num();
-        uint32_t buckets[27];
+        ns__neighbours nb = {.count = -1};
+        uint32_t group[GROUP];
         ns_contact c;
-#pragma omp for schedule(dynamic, 256)
-        for (long long ii = 0; ii < n; ii++) {
-            uint32_t i = (uint32_t)ii;
-            if (ns__tbufs_failed(&s->out))
-                continue;
-            int m = ns__neighbour_buckets(in, i, buckets);
-            for (int k = 0; k < m; k++)
-                for (uint32_t e = start[buckets[k]]; e < start[buckets[k] + 1]; e++) {
-                    uint32_t j = entries[e];
-                    if (j <= i)
-                        continue;
-                    tested++;
-                    if (ns__contact(in, i, j, &c))
-                        ns__tbuf_push(&s->out, t, &c, in->max_contacts);
+        /* blocks of buckets, so neighbouring particles are visited together */
+#pragma omp for schedule(dynamic, 1024)
+        for (long long b = 0; b < buckets; b++) {
+            uint32_t e = start[b], end = start[b + 1];
+            while (e < end && !ns__tbufs_failed(&s->out)) {
+                /* a run of the bucket's particles that share one cell */
+                int64_t cell[3], next[3];
+                ns__particle_cell(in, entries[e], cell);
+                int m = 0;
+                group[m++] = entries[e++];
+                while (e < end && m < GROUP) {
+                    ns__particle_cell(in, entries[e], next);
+                    if (next[0] != cell[0] || next[1] != cell[1] || next[2] != cell[2])
+                        break;
+                    group[m++] = entries[e++];
                 }
+                const ns__neighbours *near = ns__neighbours_around(&nb, in, cell);
+                /* every particle of the neighbour buckets against the run */
+                for (int k = 0; k < near->count; k++)
+                    for (uint32_t f = start[near->bucket[k]]; f < start[near->bucket[k] + 1]; f++) {
+                        uint32_t j = entries[f];
+                        for (int g = 0; g < m; g++) {
+                            if (j <= group[g])
+                                continue;
+                            tested++;
+                            if (ns__contact(in, group[g], j, &c))
+                                ns__tbuf_push(&s->out, t, &c, in->max_contacts);
+                        }
+                    }
+            }
         }
     }
     *candidates = tested;

@@ -3,8 +3,9 @@
  * Cells as in grid_dense, but each cell's integer coordinates are hashed
  * into one of table_size buckets, so memory is O(n + table_size) however far
  * apart the particles are. Built by a counting sort of the particles by
- * bucket; the query visits the distinct buckets of the 27 cells around each
- * particle and tests every particle in them with a larger index. A bucket
+ * bucket; the query takes the particles bucket by bucket, visits the
+ * distinct buckets of the 27 cells around each and tests every particle in
+ * them with a larger index. A bucket
  * may hold particles of unrelated cells: they cost a distance test, never a
  * wrong contact. O(n) time for a table of O(n) buckets. One thread. */
 #include "internal.h"
@@ -54,24 +55,29 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
 {
     const state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
-    uint32_t buckets[27];
+    ns__neighbours nb = {.count = -1};
     ns_contact c;
     size_t tested = 0;
-    for (uint32_t i = 0; i < in->n; i++) {
-        int m = ns__neighbour_buckets(in, i, buckets);
-        for (int k = 0; k < m; k++)
-            for (uint32_t e = start[buckets[k]]; e < start[buckets[k] + 1]; e++) {
-                uint32_t j = entries[e];
-                if (j <= i)
-                    continue;
-                tested++;
-                if (ns__contact(in, i, j, &c)) {
-                    ns_status st = ns__list_push(out, &c, in->max_contacts, err);
-                    if (st != NS_OK)
-                        return st;
+    /* bucket by bucket, so neighbouring particles are visited together */
+    for (size_t b = 0; b < s->table_size; b++)
+        for (uint32_t e = start[b]; e < start[b + 1]; e++) {
+            uint32_t i = entries[e];
+            int64_t cell[3];
+            ns__particle_cell(in, i, cell);
+            const ns__neighbours *near = ns__neighbours_around(&nb, in, cell);
+            for (int k = 0; k < near->count; k++)
+                for (uint32_t f = start[near->bucket[k]]; f < start[near->bucket[k] + 1]; f++) {
+                    uint32_t j = entries[f];
+                    if (j <= i)
+                        continue;
+                    tested++;
+                    if (ns__contact(in, i, j, &c)) {
+                        ns_status st = ns__list_push(out, &c, in->max_contacts, err);
+                        if (st != NS_OK)
+                            return st;
+                    }
                 }
-            }
-    }
+        }
     *candidates = tested;
     return NS_OK;
 }

@@ -54,7 +54,7 @@ static bool tbuf_fail(ns__tbufs *t, ns__tbuf *b, ns_status status)
     return false;
 }
 
-bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts)
+bool ns__tbuf_push_slow(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts)
 {
     ns__tbuf *b = &t->bufs[thread];
     if (b->status != NS_OK)

@@ -257,8 +257,8 @@ ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts)
                     "more than %zu contacts (the max_contacts limit)", max_contacts);
 }
 
-ns_status ns__list_push(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
-                        ns_error *err)
+ns_status ns__list_push_slow(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
+                             ns_error *err)
 {
     if (list->count >= max_contacts)
         return ns__too_many_contacts(err, max_contacts);

@@ -127,32 +127,59 @@ static inline uint32_t ns__particle_bucket(const ns__input *in, size_t i)
                          ns__cell_coord(&in->frame, p[2]), in->table_size);
 }
 
-/* The distinct buckets of the 27 cells around particle i's cell. Two cells
- * may share a bucket: visiting each bucket once (and testing every particle
- * in it by distance) neither loses nor duplicates a contact. */
-static inline int ns__neighbour_buckets(const ns__input *in, size_t i, uint32_t out[27])
+/* The distinct buckets of the 27 cells around a cell. Two cells may share a
+ * bucket: visiting each bucket once (and testing every particle in it by
+ * distance) neither loses nor duplicates a contact. */
+typedef struct ns__neighbours {
+    int64_t cell[3]; /* the cell they surround */
+    int count;       /* distinct buckets in bucket[]; -1 before the first use */
+    uint32_t bucket[27];
+} ns__neighbours;
+
+/* The integer cell of particle i. */
+static inline void ns__particle_cell(const ns__input *in, size_t i, int64_t cell[3])
 {
-    const float *p = in->pos + 3 * i;
-    int64_t cx = ns__cell_coord(&in->frame, p[0]);
-    int64_t cy = ns__cell_coord(&in->frame, p[1]);
-    int64_t cz = ns__cell_coord(&in->frame, p[2]);
+    for (int k = 0; k < 3; k++)
+        cell[k] = ns__cell_coord(&in->frame, in->pos[3 * i + (size_t)k]);
+}
+
+/* The neighbour buckets of a cell; recomputed only when the cell differs
+ * from the last one asked for (particles visited bucket by bucket mostly
+ * share their cell with the previous one). */
+static inline const ns__neighbours *ns__neighbours_around(ns__neighbours *nb, const ns__input *in,
+                                                          const int64_t cell[3])
+{
+    if (nb->count >= 0 && nb->cell[0] == cell[0] && nb->cell[1] == cell[1] &&
+        nb->cell[2] == cell[2])
+        return nb;
     int m = 0;
     for (int dz = -1; dz <= 1; dz++)
         for (int dy = -1; dy <= 1; dy++)
             for (int dx = -1; dx <= 1; dx++) {
-                uint32_t b = ns__hash_cell(cx + dx, cy + dy, cz + dz, in->table_size);
+                uint32_t b = ns__hash_cell(cell[0] + dx, cell[1] + dy, cell[2] + dz, in->table_size);
                 int k = 0;
-                while (k < m && out[k] != b)
+                while (k < m && nb->bucket[k] != b)
                     k++;
                 if (k == m)
-                    out[m++] = b;
+                    nb->bucket[m++] = b;
             }
-    return m;
+    nb->cell[0] = cell[0], nb->cell[1] = cell[1], nb->cell[2] = cell[2];
+    nb->count = m;
+    return nb;
 }
 
 /* Appends to a contact list, growing it; checks max_contacts. */
-ns_status ns__list_push(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
-                        ns_error *err);
+ns_status ns__list_push_slow(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
+                             ns_error *err);
+static inline ns_status ns__list_push(ns_contact_list *list, const ns_contact *c,
+                                      size_t max_contacts, ns_error *err)
+{
+    if (list->count < list->capacity && list->count < max_contacts) {
+        list->items[list->count++] = *c;
+        return NS_OK;
+    }
+    return ns__list_push_slow(list, c, max_contacts, err);
+}
 ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts);
 
 /* Per-thread contact buffers for parallel kernels, kept in a kernel's state
@@ -178,7 +205,17 @@ void ns__tbufs_free(ns__tbufs *t);
 void ns__tbufs_reset(ns__tbufs *t);
 size_t ns__tbufs_bytes(const ns__tbufs *t);
 /* Appends c to thread's buffer; false (and the flag raised) on failure. */
-bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts);
+bool ns__tbuf_push_slow(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts);
+static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c,
+                                 size_t max_contacts)
+{
+    ns__tbuf *b = &t->bufs[thread];
+    if (b->count < b->capacity && b->count < max_contacts && b->status == NS_OK) {
+        b->items[b->count++] = *c;
+        return true;
+    }
+    return ns__tbuf_push_slow(t, thread, c, max_contacts);
+}
 /* Has any thread failed? For early exits inside parallel loops. */
 bool ns__tbufs_failed(ns__tbufs *t);
 /* Replaces list's content with every buffer's contacts. */

@@ -1,0 +1,14 @@
+# breakdown - build vs query time per kernel at the largest n all share
+# (log scale: the build is often a small fraction).
+name = "breakdown"
+load plots.'/common.gp'
+set title titled(sprintf("Build and query time at n = %d (uniform)", breakdown_n))
+set ylabel "time per search, ms (log scale)"
+set logscale y
+set style data histograms
+set style histogram clustered gap 1
+set style fill pattern border -1
+set xtics noenhanced rotate by -30 left
+set key inside right top
+plot data.'/breakdown.dat' index 0 using 2:xtic(1) title "build" ls 1 fs pattern 4, \
+     '' index 0 using 3 title "query" ls 2 fs pattern 2

@@ -1,0 +1,25 @@
+# workloads - every kernel on every workload at the largest common n, and the
+# index memory per particle (where the dense grid pays for empty space).
+name = "workloads"
+load plots.'/common.gp'
+if (fmt eq "svg") {
+    set terminal svg size 1000,900 dynamic enhanced font "Helvetica,14" background "white"
+} else {
+    set terminal pngcairo size 1000,900 enhanced font "Helvetica,14" background "white"
+}
+set output sprintf("%s/%s.%s", out, name, fmt)
+W = words(workloads)
+set multiplot layout 2,1 title titled(sprintf("Workloads at n = %d", workloads_n))
+set style data histograms
+set style histogram clustered gap 1
+set style fill pattern border -1
+set xtics noenhanced rotate by -20 left font ",12"
+set key outside right top
+set ylabel "time per search, ms"
+set logscale y
+plot for [w=1:W] data.'/workloads.dat' index 0 using (column(1+w)):xtic(1) \
+         title word(workloads, w) ls w fs pattern w%8
+set ylabel "index memory, bytes per particle"
+plot for [w=1:W] data.'/workloads.dat' index 0 using (column(1+W+w)):xtic(1) \
+         title word(workloads, w) ls w fs pattern w%8
+unset multiplot

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# plots_test.sh ROOT SCRATCH CASE - the figures and the comparison, drawn by
+# run_all.sh from small committed result files (tests/plots/*.json), checked
+# to be valid PNG and SVG files.
+set -euo pipefail
+root=$1 scratch=$2 case=$3
+rm -rf "$scratch"
+mkdir -p "$scratch"
+data="$root/tests/plots"
+fails=0
+fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
+
+# A PNG: the signature, an IHDR first, an IEND last.
+check_png() {
+    [ -s "$1" ] || { fail "$1 is missing or empty"; return; }
+    python3 - "$1" <<'PY' || fail "$1 is not a valid PNG"
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n", "signature"
+pos, chunks = 8, []
+while pos < len(b):
+    length, kind = struct.unpack(">I4s", b[pos:pos + 8])
+    body = b[pos + 8:pos + 8 + length]
+    crc = struct.unpack(">I", b[pos + 8 + length:pos + 12 + length])[0]
+    assert zlib.crc32(kind + body) & 0xffffffff == crc, "crc of " + kind.decode()
+    chunks.append(kind)
+    pos += 12 + length
+assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND", chunks
+w, h = struct.unpack(">II", b[16:24])
+assert w >= 400 and h >= 300, (w, h)
+PY
+}
+
+# An SVG: well-formed XML whose root is <svg> and that draws something.
+check_svg() {
+    [ -s "$1" ] || { fail "$1 is missing or empty"; return; }
+    python3 - "$1" <<'PY' || fail "$1 is not a valid SVG"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag.endswith("svg"), root.tag
+assert sum(1 for e in root.iter() if e.tag.endswith(("path", "polyline", "line", "rect"))) > 10
+assert any((e.text or "").strip() for e in root.iter() if e.tag.endswith("text")), "no text"
+PY
+}
+
+case $case in
+figures)
+    "$root/run_all.sh" --plots "$data/a.json" "$data/b.json" --out "$scratch/figures"
+    for f in scaling per_particle doubling speedup breakdown workloads machines; do
+        check_png "$scratch/figures/$f.png"
+        check_svg "$scratch/figures/$f.svg"
+    done
+    # the machine and date are in every figure's subtitle
+    grep -q "2026-" "$scratch/figures/scaling.svg" || fail "scaling.svg has no date in its subtitle"
+    ;;
+single)
+    # one file: the six single-machine figures, no machines figure
+    "$root/run_all.sh" --plots "$data/a.json" --out "$scratch/figures"
+    for f in scaling per_particle doubling speedup breakdown workloads; do
+        check_png "$scratch/figures/$f.png"
+    done
+    [ ! -e "$scratch/figures/machines.png" ] || fail "machines.png drawn from one file"
+    ;;
+compare)
+    "$root/run_all.sh" --compare "$data/a.json" "$data/b.json" --out "$scratch/compare" \
+        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--compare failed"; }
+    grep -q "hash_parallel/uniform/n:1000" "$scratch/compare/compare.txt" ||
+        fail "compare.txt has no hash_parallel/uniform/n:1000 row"
+    grep -qi "u test\|utest\|p-value\|pvalue" "$scratch/compare/compare.txt" ||
+        fail "compare.txt has no U-test"
+    check_png "$scratch/compare/compare.png"
+    check_svg "$scratch/compare/compare.svg"
+    ;;
+*) echo "unknown case $case"; exit 2 ;;
+esac
+[ $fails -eq 0 ] && echo "PASS plots/$case" || { echo "FAIL plots/$case: $fails failures"; exit 1; }

@@ -110,14 +110,16 @@ static inline int64_t ns__cell_coord(const ns__frame *f, float x)
 
 /* Hash of an integer cell into [0, table_size): products with large 64-bit
  * primes in unsigned arithmetic (wrap-around is defined, negative cells
- * included), folded so the high bits reach the low ones. */
+ * included), folded so the low bits reach the high ones, then mapped onto
+ * the table by a multiply and shift rather than a division (table_size is at
+ * most 2^32 - 1, so the product fits in 64 bits). */
 static inline uint32_t ns__hash_cell(int64_t cx, int64_t cy, int64_t cz, size_t table_size)
 {
     uint64_t h = (uint64_t)cx * UINT64_C(0x9E3779B185EBCA87) ^
                  (uint64_t)cy * UINT64_C(0xC2B2AE3D27D4EB4F) ^
                  (uint64_t)cz * UINT64_C(0x165667B19E3779F9);
-    h ^= h >> 32;
-    return (uint32_t)(h % table_size);
+    h ^= h << 29;
+    return (uint32_t)(((h >> 32) * (uint64_t)table_size) >> 32);
 }
 
 static inline uint32_t ns__particle_bucket(const ns__input *in, size_t i)

@@ -12,7 +12,7 @@ if (fmt eq "svg") {
 set output sprintf("%s/%s.%s", out, name, fmt)
 set encoding utf8
 set grid xtics ytics mxtics mytics lc rgb "#dddddd" lw 1
-set key outside below center horizontal maxcols 2 box opaque samplen 3 spacing 1.1 noenhanced
+set key outside right top vertical box opaque samplen 2 spacing 1.0 font ",12" noenhanced
 set border lw 1.2
 # Lines readable in black and white: each differs in colour, dash and point.
 array colours[8] = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#000000"]

@@ -108,32 +108,32 @@ draw() {
     log "figures: ${figures[*]} (PNG and SVG) in $out"
 }
 
-# --plots A.json [B.json ...] [--out DIR]
-plots_mode() {
-    local out="" files=()
+# Result files and --out DIR, for --plots and --compare: sets FILES and OUT.
+parse_files() {
+    local mode=$1
+    shift
+    OUT="" FILES=()
     while [ $# -gt 0 ]; do
         case "$1" in
-            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
-            -*) die "unknown option for --plots: $1" ;;
-            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$2; shift ;;
+            -*) die "unknown option for $mode: $1" ;;
+            *) [ -f "$1" ] || die "no such results file: $1"; FILES+=("$1") ;;
         esac
         shift
     done
-    [ ${#files[@]} -ge 1 ] || die "--plots needs at least one results file"
-    draw "${out:-$(dirname "${files[0]}")/figures}" "${files[@]}"
+}
+
+# --plots A.json [B.json ...] [--out DIR]
+plots_mode() {
+    parse_files --plots "$@"
+    [ ${#FILES[@]} -ge 1 ] || die "--plots needs at least one results file"
+    draw "${OUT:-$(dirname "${FILES[0]}")/figures}" "${FILES[@]}"
 }
 
 # --compare A.json B.json [--out DIR]
 compare_mode() {
-    local out="" files=()
-    while [ $# -gt 0 ]; do
-        case "$1" in
-            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
-            -*) die "unknown option for --compare: $1" ;;
-            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
-        esac
-        shift
-    done
+    parse_files --compare "$@"
+    local files=("${FILES[@]}") out=$OUT
     [ ${#files[@]} -eq 2 ] || die "--compare needs exactly two results files"
     ensure_packages "${SWEEP_PACKAGES[@]}" "${COMPARE_PACKAGES[@]}"
     out=${out:-$(dirname "${files[1]}")/compare}

@@ -108,8 +108,10 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 #pragma omp parallel num_threads(in->threads) reduction(+ : tested)
     {
         int t = omp_get_thread_num();
+        const ns__input local = *in; /* a private copy: no store can alias it */
         ns__neighbours nb = {.count = -1};
         uint32_t group[GROUP];
+        size_t my_tested = 0;
         ns_contact c;
         /* blocks of buckets, so neighbouring particles are visited together */
 #pragma omp for schedule(dynamic, 1024)
@@ -118,16 +120,16 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
             while (e < end && !ns__tbufs_failed(&s->out)) {
                 /* a run of the bucket's particles that share one cell */
                 int64_t cell[3], next[3];
-                ns__particle_cell(in, entries[e], cell);
+                ns__particle_cell(&local, entries[e], cell);
                 int m = 0;
                 group[m++] = entries[e++];
                 while (e < end && m < GROUP) {
-                    ns__particle_cell(in, entries[e], next);
+                    ns__particle_cell(&local, entries[e], next);
                     if (next[0] != cell[0] || next[1] != cell[1] || next[2] != cell[2])
                         break;
                     group[m++] = entries[e++];
                 }
-                const ns__neighbours *near = ns__neighbours_around(&nb, in, cell);
+                const ns__neighbours *near = ns__neighbours_around(&nb, &local, cell);
                 /* every particle of the neighbour buckets against the run */
                 for (int k = 0; k < near->count; k++)
                     for (uint32_t f = start[near->bucket[k]]; f < start[near->bucket[k] + 1]; f++) {
@@ -135,13 +137,14 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
                         for (int g = 0; g < m; g++) {
                             if (j <= group[g])
                                 continue;
-                            tested++;
-                            if (ns__contact(in, group[g], j, &c))
-                                ns__tbuf_push(&s->out, t, &c, in->max_contacts);
+                            my_tested++;
+                            if (ns__contact(&local, group[g], j, &c))
+                                ns__tbuf_push(&s->out, t, &c, local.max_contacts);
                         }
                     }
             }
         }
+        tested += my_tested;
     }
     *candidates = tested;
     return ns__tbufs_merge(&s->out, list, in->max_contacts, err);

@@ -96,21 +96,24 @@ static size_t first_difference(const ns_contact_list *a, const ns_contact_list *
     return a->count == b->count ? SIZE_MAX : n;
 }
 
+static void format_contact(char *buf, size_t size, const ns_contact_list *list, size_t k)
+{
+    if (k >= list->count) {
+        snprintf(buf, size, "(none)");
+        return;
+    }
+    const ns_contact *c = &list->items[k];
+    snprintf(buf, size, "(%u,%u,%.9g,%.9g,%.9g,%.9g)", (unsigned)c->i, (unsigned)c->j,
+             (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
+}
+
 static void describe_difference(char *buf, size_t size, const char *ref_name,
                                 const ns_contact_list *ref, const char *name,
                                 const ns_contact_list *got, size_t k)
 {
-    char a[120] = "(none)", b[120] = "(none)";
-    if (k < ref->count) {
-        const ns_contact *c = &ref->items[k];
-        snprintf(a, sizeof a, "(%u,%u,%.9g,%.9g,%.9g,%.9g)", (unsigned)c->i, (unsigned)c->j,
-                 (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
-    }
-    if (k < got->count) {
-        const ns_contact *c = &got->items[k];
-        snprintf(b, sizeof b, "(%u,%u,%.9g,%.9g,%.9g,%.9g)", (unsigned)c->i, (unsigned)c->j,
-                 (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
-    }
+    char a[120], b[120];
+    format_contact(a, sizeof a, ref, k);
+    format_contact(b, sizeof b, got, k);
     snprintf(buf, size,
              "INVALID vs %s: %zu contacts, reference %zu; first difference at sorted contact "
              "%zu: %s %s, %s %s",

@@ -135,8 +135,7 @@ def line_name(kernel, threads, results):
 
 
 def kernel_parallel(kernel, results):
-    return len({c.threads for c in results.configs.values() if c.kernel == kernel}) > 1 or any(
-        c.threads > 1 for c in results.configs.values() if c.kernel == kernel)
+    return any(c.threads > 1 for c in results.configs.values() if c.kernel == kernel)
 
 
 def fmt(x, spec=".4g"):
@@ -330,23 +329,26 @@ def plotdata(all_results, out):
     meta["workloads"] = wl
     meta["workloads_n"] = n_w
 
-    # machines: each result file's time at the largest uniform n common to all, per line
+    # machines: each result file's time at the largest uniform n common to all, per
+    # kernel; parallel kernels once with 1 thread and once with all of each
+    # machine's cores, whatever the core counts
     if len(all_results) > 1:
-        keys = set.intersection(*[{(k, t) for k, t in x.lines("uniform")} for x in all_results])
-        # all-cores rows pair up across machines whatever their core counts
         ns = set.intersection(*[{c.n for c in x.configs.values() if c.workload == "uniform"
                                  and c.median} for x in all_results])
         n_m = max(ns) if ns else 0
+        kernels = sorted({k for x in all_results for k, _ in x.lines("uniform")},
+                         key=kernel_order)
         rows = []
-        for kernel, threads in sorted({(k, "1" if t == 1 else "all") for k, t in keys | {
-                (k, t) for x in all_results for k, t in x.lines("uniform")}},
-                key=lambda kt: (kernel_order(kt[0]), kt[1])):
-            row = [f'"{kernel}{"" if threads == "1" and not kernel_parallel(kernel, all_results[0]) else " T=" + threads}"']
-            for x in all_results:
-                t = 1 if threads == "1" else x.max_threads()
-                c = x.configs.get((kernel, "uniform", n_m, t))
-                row.append(c.median if c and c.median else "NaN")
-            rows.append(row)
+        for kernel in kernels:
+            parallel = any(kernel_parallel(kernel, x) for x in all_results)
+            for all_cores in ((False, True) if parallel else (False,)):
+                label = f"{kernel} T={'all' if all_cores else 1}" if parallel else kernel
+                row = [f'"{label}"']
+                for x in all_results:
+                    c = x.configs.get((kernel, "uniform", n_m,
+                                       x.max_threads() if all_cores else 1))
+                    row.append(c.median if c and c.median else "NaN")
+                rows.append(row)
         meta["blocks"]["machines"] = write_blocks(os.path.join(out, "machines.dat"),
                                                   [("machines", rows)], titled=False)
         meta["machines"] = [x.machine() for x in all_results]

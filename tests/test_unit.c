@@ -19,7 +19,8 @@ static void t_status_str(int argc, char **argv)
                              NS_ERR_INVALID_INPUT,
                              NS_ERR_OUT_OF_MEMORY,
                              NS_ERR_TOO_LARGE,
-                             NS_ERR_TOO_MANY_CONTACTS};
+                             NS_ERR_TOO_MANY_CONTACTS,
+                             NS_ERR_IO};
     const size_t n = sizeof all / sizeof all[0];
     CHECK_EQ_I(NS_OK, 0);
     for (size_t a = 0; a < n; a++) {

@@ -158,6 +158,13 @@ ns_status ns_index_build(ns_index *index, const ns_particles *particles, ns_erro
 /* Replaces contacts' content with every contact of the last build. */
 ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *err);
 
+/* The number of contacts of the last build, without writing them: the
+ * cheapest question a search can answer, for sizing a contact list or as the
+ * floor of what a search costs. Only kernels with a counting pass have it
+ * (grid_sorted); others return NS_ERR_INVALID_ARGUMENT. */
+bool ns_index_can_count(const ns_index *index);
+ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err);
+
 /* What the last build made. */
 typedef struct ns_index_info {
     size_t bytes;            /* memory of the index's own structures (not the contacts) */

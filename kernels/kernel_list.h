@@ -6,3 +6,4 @@ NS_KERNEL(naive_omp, "all pairs i<j, rows split over OpenMP threads (dynamic sch
 NS_KERNEL(grid_dense, "uniform grid over the bounding box, counting sort, 27-cell query", false, false)
 NS_KERNEL(hash_serial, "spatial hash of cells into a table, counting sort, 27-cell query", false, true)
 NS_KERNEL(hash_parallel, "spatial hash built with atomic counts and a parallel prefix sum, parallel query", true, true)
+NS_KERNEL(grid_sorted, "particles sorted into cell order, half stencil, vectorised test, parallel", true, false)

@@ -37,4 +37,4 @@ static void destroy(void *state)
     (void)state;
 }
 
-const ns_kernel_ops ns__naive_ops = {build, query, info, destroy};
+const ns_kernel_ops ns__naive_ops = {.build = build, .query = query, .info = info, .destroy = destroy};

@@ -192,6 +192,32 @@ ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *e
     return NS_OK;
 }
 
+bool ns_index_can_count(const ns_index *index)
+{
+    return index && index->kernel->ops->count;
+}
+
+ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
+{
+    if (!index || !count)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "%s is NULL", index ? "count" : "index");
+    *count = 0;
+    if (!ns_index_can_count(index))
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "kernel %s has no counting pass", index->kernel->name);
+    if (!index->built)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "count of an index without a successful build");
+    if (!index->trivial) {
+        ns_status s = index->kernel->ops->count(index->state, &index->in, count, err);
+        if (s != NS_OK)
+            return s;
+    }
+    ns__ok(err);
+    return NS_OK;
+}
+
 void ns_index_get_info(const ns_index *index, ns_index_info *info)
 {
     memset(info, 0, sizeof *info);

@@ -67,6 +67,9 @@ struct ns_kernel_ops {
                        ns_error *err);
     void (*info)(const void *state, ns_index_info *info);
     void (*destroy)(void *state);
+    /* Optional (NULL when the kernel has none): *count = the contacts of the
+     * last build, found without writing them. */
+    ns_status (*count)(void *state, const ns__input *in, size_t *count, ns_error *err);
 };
 
 static inline float ns__radius(const ns__input *in, size_t i)
@@ -74,31 +77,52 @@ static inline float ns__radius(const ns__input *in, size_t i)
     return in->radius ? in->radius[i] : in->radius_uniform;
 }
 
-/* The one contact predicate (DESIGN.md "Numerics"), for i < j. Returns true
- * and fills c when particles i and j touch. Every kernel calls this, so every
- * kernel returns bit-identical contacts. */
+/* The one contact predicate (DESIGN.md "Numerics"), in three pieces so a
+ * kernel that keeps positions in its own order (grid_sorted) computes
+ * exactly the same values: the squared distance, the test, and the contact.
+ * d2 does not depend on the sign of dx, dy, dz, so testing x_i - x_j and
+ * then filling from x_j - x_i gives bit-identical results. */
+static inline float ns__distance2(float dx, float dy, float dz)
+{
+    return dx * dx + dy * dy + dz * dz;
+}
+
+static inline bool ns__touching(float d2, float s)
+{
+    return d2 < s * s;
+}
+
+/* The contact of particles i < j with dx = x_j - x_i (likewise y, z),
+ * d2 = ns__distance2(dx, dy, dz) and s = r_i + r_j, when they touch. */
+static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, float dz,
+                                    float d2, float s, ns_contact *c)
+{
+    float d = sqrtf(d2);
+    c->i = i;
+    c->j = j;
+    c->overlap = s - d;
+    /* + 0.0f turns a negative zero into +0 and changes nothing else; the
+     * selects (not a branch) let a loop of these be vectorised. */
+    bool coincident = d2 == 0.0f;
+    c->nx = coincident ? 0.0f : dx / d + 0.0f;
+    c->ny = coincident ? 0.0f : dy / d + 0.0f;
+    c->nz = coincident ? 0.0f : dz / d + 0.0f;
+}
+
+/* The predicate on the caller's arrays, for i < j. Returns true and fills c
+ * when particles i and j touch. Every kernel decides with these functions,
+ * so every kernel returns bit-identical contacts. */
 static inline bool ns__contact(const ns__input *in, uint32_t i, uint32_t j, ns_contact *c)
 {
     const float *pi = in->pos + 3 * (size_t)i, *pj = in->pos + 3 * (size_t)j;
     float dx = pj[0] - pi[0];
     float dy = pj[1] - pi[1];
     float dz = pj[2] - pi[2];
-    float d2 = dx * dx + dy * dy + dz * dz;
+    float d2 = ns__distance2(dx, dy, dz);
     float s = ns__radius(in, i) + ns__radius(in, j);
-    if (!(d2 < s * s))
+    if (!ns__touching(d2, s))
         return false;
-    float d = sqrtf(d2);
-    c->i = i;
-    c->j = j;
-    c->overlap = s - d;
-    if (d2 == 0.0f) {
-        c->nx = c->ny = c->nz = 0.0f;
-    } else {
-        /* + 0.0f turns a negative zero into +0 and changes nothing else. */
-        c->nx = dx / d + 0.0f;
-        c->ny = dy / d + 0.0f;
-        c->nz = dz / d + 0.0f;
-    }
+    ns__contact_fill(i, j, dx, dy, dz, d2, s, c);
     return true;
 }
 

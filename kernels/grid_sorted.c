@@ -1,0 +1,794 @@
+/* grid_sorted - particles reordered into cell order, half stencil, vectorised test.
+ *
+ * The kernel to link into a simulation. The build is a parallel counting sort
+ * that copies positions (and radii) into cell order as separate float arrays,
+ * so each cell's particles are contiguous and the distance test streams
+ * through memory. Two ways to find a cell, chosen per build:
+ *  - dense: a grid over the bounding box with one empty layer of cells around
+ *    it, when it has at most 2 cells per particle. Cells are numbered x
+ *    fastest, so the three cells x-1, x, x+1 of a row are one contiguous run
+ *    of particles;
+ *  - sparse (dambreak's empty air, far-apart particles): blocks of 4 x 4 x 4
+ *    cells hashed into a table of about n/2 buckets, 64 per block, particles
+ *    sorted by bucket and, inside a bucket, by cell; a cell is found by its
+ *    bucket and checked by the cell of its first particle. Memory stays
+ *    proportional to n.
+ * Every pair is tested once: a particle against the later particles of its
+ * own cell and the particles of 13 of the 26 neighbour cells (the half
+ * stencil: +x; the row y+1; the nine cells of z+1). The test is a plain loop
+ * over a run of particles that the compiler vectorises.
+ * The query runs twice over blocks of cells in parallel: first counting the
+ * contacts of each block, then writing each block's contacts at its offset
+ * in the caller's list, so no per-thread buffer is merged and the order of the
+ * contacts does not depend on the thread count. Inside a cell the particles
+ * keep the caller's order, so the whole result is deterministic.
+ * O(n / T) time, at most 40 bytes per particle (see info()). */
+#include "internal.h"
+
+#include <omp.h>
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+enum {
+    BLOCK = 64, /* cells per unit of parallel work */
+    CHUNK = 32, /* candidates tested together before their contacts are written */
+    SMALL = 24, /* groups up to this size are sorted by insertion */
+};
+
+typedef struct state {
+    bool dense;
+    int64_t dim[3];        /* dense: cells per axis, the empty layer included */
+    size_t cells;          /* dense: all grid cells; sparse: non-empty cells */
+    size_t table;          /* sparse: buckets */
+    ns__u32s start;        /* cells + 1: the first sorted particle of each cell */
+    ns__u32s order;        /* n: the caller's index of each sorted particle */
+    ns__u32s key;          /* n: the cell (dense) or bucket (sparse) of each particle */
+    ns__u32s group;        /* sparse: buckets + 1: the first sorted particle of each bucket */
+    ns__u32s bucket_cells; /* sparse: buckets + 1: the first cell of each bucket */
+    float *soa;            /* x[n], y[n], z[n], then r[n] for per-particle radii */
+    size_t soa_capacity;   /* floats */
+    size_t *block_total;   /* blocks + 1 contact counts, then offsets */
+    size_t blocks, blocks_capacity;
+    size_t n;
+} state;
+
+/* The sorted arrays, as the loops read them. */
+typedef struct view {
+    const float *x, *y, *z, *r; /* r NULL: every radius is ru */
+    float ru;
+    const uint32_t *order, *start;
+} view;
+
+static void destroy(void *p)
+{
+    state *s = p;
+    ns__u32s_free(&s->start);
+    ns__u32s_free(&s->order);
+    ns__u32s_free(&s->key);
+    ns__u32s_free(&s->group);
+    ns__u32s_free(&s->bucket_cells);
+    ns__free(s->soa);
+    ns__free(s->block_total);
+    ns__free(s);
+}
+
+static bool reserve_floats(state *s, size_t wanted)
+{
+    if (wanted <= s->soa_capacity)
+        return true;
+    float *a = ns__malloc_array(wanted, sizeof(float));
+    if (!a)
+        return false;
+    ns__free(s->soa);
+    s->soa = a;
+    s->soa_capacity = wanted;
+    return true;
+}
+
+static bool reserve_blocks(state *s, size_t blocks)
+{
+    if (blocks + 1 <= s->blocks_capacity)
+        return true;
+    size_t *a = ns__malloc_array(blocks + 1, sizeof(size_t));
+    if (!a)
+        return false;
+    ns__free(s->block_total);
+    s->block_total = a;
+    s->blocks_capacity = blocks + 1;
+    return true;
+}
+
+/* Dense when the grid with its empty layer has at most 2 cells per particle
+ * (and at least a few thousand cells are always allowed). */
+static bool choose_dense(state *s, const ns__input *in)
+{
+    double cells = 1.0;
+    for (int k = 0; k < 3; k++) {
+        double d = (double)in->frame.cell_hi[k] - (double)in->frame.cell_lo[k] + 3.0;
+        s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
+        cells *= d;
+    }
+    double limit = 2.0 * (double)in->n + 4096.0;
+    if (cells > limit || cells > (double)UINT32_MAX - 1)
+        return false;
+    s->cells = (size_t)cells;
+    return true;
+}
+
+static inline void cell_of(const ns__frame *f, float x, float y, float z, int64_t c[3])
+{
+    c[0] = ns__cell_coord(f, x);
+    c[1] = ns__cell_coord(f, y);
+    c[2] = ns__cell_coord(f, z);
+}
+
+/* Sorting the caller's indices inside a group (a dense cell, or a bucket,
+ * whose cells must become contiguous runs): by cell when by_cell, then by
+ * index, so the order never depends on the threads' race in the scatter. */
+typedef struct sorter {
+    const ns__input *in;
+    bool by_cell;
+} sorter;
+
+static bool before(const sorter *so, uint32_t a, uint32_t b)
+{
+    if (so->by_cell) {
+        const float *pa = so->in->pos + 3 * (size_t)a, *pb = so->in->pos + 3 * (size_t)b;
+        int64_t ca[3], cb[3];
+        cell_of(&so->in->frame, pa[0], pa[1], pa[2], ca);
+        cell_of(&so->in->frame, pb[0], pb[1], pb[2], cb);
+        for (int k = 2; k >= 0; k--)
+            if (ca[k] != cb[k])
+                return ca[k] < cb[k];
+    }
+    return a < b;
+}
+
+static void sift_down(const sorter *so, uint32_t *a, size_t root, size_t len)
+{
+    for (size_t child; (child = 2 * root + 1) < len; root = child) {
+        if (child + 1 < len && before(so, a[child], a[child + 1]))
+            child++;
+        if (!before(so, a[root], a[child]))
+            return;
+        uint32_t t = a[root];
+        a[root] = a[child];
+        a[child] = t;
+    }
+}
+
+/* Insertion sort for the usual handful, heapsort (no allocation, no
+ * recursion) for a crowded cell. */
+static void sort_group(const sorter *so, uint32_t *a, size_t len)
+{
+    if (len <= SMALL) {
+        for (size_t i = 1; i < len; i++) {
+            uint32_t v = a[i];
+            size_t k = i;
+            for (; k > 0 && before(so, v, a[k - 1]); k--)
+                a[k] = a[k - 1];
+            a[k] = v;
+        }
+        return;
+    }
+    for (size_t i = len / 2; i-- > 0;)
+        sift_down(so, a, i, len);
+    for (size_t end = len; end-- > 1;) {
+        uint32_t t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        sift_down(so, a, 0, end);
+    }
+}
+
+static bool same_cell(const ns__input *in, uint32_t a, uint32_t b)
+{
+    const float *pa = in->pos + 3 * (size_t)a, *pb = in->pos + 3 * (size_t)b;
+    int64_t ca[3], cb[3];
+    cell_of(&in->frame, pa[0], pa[1], pa[2], ca);
+    cell_of(&in->frame, pb[0], pb[1], pb[2], cb);
+    return ca[0] == cb[0] && ca[1] == cb[1] && ca[2] == cb[2];
+}
+
+/* Does the group hold more than one cell? */
+static bool mixed_cells(const ns__input *in, const uint32_t *a, size_t len)
+{
+    for (size_t k = 1; k < len; k++)
+        if (!same_cell(in, a[0], a[k]))
+            return true;
+    return false;
+}
+
+/* The bucket of a cell (sparse): the 4 x 4 x 4 cells of a block share a
+ * hash and take 64 consecutive buckets, so neighbouring cells mostly sit
+ * side by side in the sorted order and the query stays in cache. Two's
+ * complement bits make the blocks of negative cells whole as well. */
+static inline uint32_t block_bucket(const int64_t c[3], size_t table)
+{
+    uint64_t x = (uint64_t)c[0], y = (uint64_t)c[1], z = (uint64_t)c[2];
+    uint32_t block = ns__hash_cell((int64_t)(x >> 2), (int64_t)(y >> 2), (int64_t)(z >> 2), table / 64);
+    return block * 64 + (uint32_t)((x & 3) | (y & 3) << 2 | (z & 3) << 4);
+}
+
+/* The key of each particle: its dense cell (x fastest, shifted by the empty
+ * layer) or the bucket of its cell. */
+static inline uint32_t particle_key(const state *s, const ns__input *in, size_t i)
+{
+    const float *p = in->pos + 3 * i;
+    int64_t c[3];
+    cell_of(&in->frame, p[0], p[1], p[2], c);
+    if (!s->dense)
+        return block_bucket(c, s->table);
+    uint64_t x = (uint64_t)(c[0] - in->frame.cell_lo[0] + 1);
+    uint64_t y = (uint64_t)(c[1] - in->frame.cell_lo[1] + 1);
+    uint64_t z = (uint64_t)(c[2] - in->frame.cell_lo[2] + 1);
+    return (uint32_t)((z * (uint64_t)s->dim[1] + y) * (uint64_t)s->dim[0] + x);
+}
+
+/* Parallel counting sort of the particles by key into order[], with
+ * group[k] = the first particle of key k and group[keys] = n: atomic counts
+ * stored one place up, an exclusive scan, then a scatter through the same
+ * counters, which leaves each one at the start of the next key. */
+static void sort_by_key(state *s, const ns__input *in, uint32_t *group, size_t keys)
+{
+    uint32_t *key = s->key.a, *order = s->order.a;
+    long long n = (long long)in->n, nk = (long long)keys;
+#pragma omp parallel num_threads(in->threads)
+    {
+#pragma omp for schedule(static)
+        for (long long k = 0; k <= nk; k++)
+            group[k] = 0;
+#pragma omp for schedule(static)
+        for (long long i = 0; i < n; i++) {
+            uint32_t k = particle_key(s, in, (size_t)i);
+            key[i] = k;
+#pragma omp atomic update
+            group[k + 1]++;
+        }
+    }
+    ns__parallel_exclusive_scan_u32(group, keys + 1, in->threads);
+#pragma omp parallel for num_threads(in->threads) schedule(static)
+    for (long long i = 0; i < n; i++) {
+        uint32_t at;
+#pragma omp atomic capture
+        at = group[key[i] + 1]++;
+        order[at] = (uint32_t)i;
+    }
+}
+
+/* The cells of each bucket (sparse): sorts each bucket by cell, numbers the
+ * cells bucket by bucket and records where each starts. */
+static bool find_cells(state *s, const ns__input *in)
+{
+    uint32_t *group = s->group.a, *order = s->order.a, *first = s->bucket_cells.a;
+    long long buckets = (long long)s->table;
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 1024)
+    for (long long b = 0; b < buckets; b++) {
+        uint32_t *a = order + group[b];
+        size_t len = group[b + 1] - group[b];
+        uint32_t cells = len > 0;
+        if (len > 1) {
+            sorter so = {in, mixed_cells(in, a, len)};
+            sort_group(&so, a, len);
+            for (size_t k = 1; so.by_cell && k < len; k++)
+                cells += !same_cell(in, a[k - 1], a[k]);
+        }
+        first[b] = cells;
+    }
+    first[buckets] = 0;
+    s->cells = ns__parallel_exclusive_scan_u32(first, s->table + 1, in->threads);
+    if (!ns__u32s_reserve(&s->start, s->cells + 1))
+        return false;
+    uint32_t *start = s->start.a;
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 1024)
+    for (long long b = 0; b < buckets; b++) {
+        uint32_t c = first[b], at = group[b], end = group[b + 1];
+        if (at == end)
+            continue;
+        start[c++] = at;
+        if (first[b + 1] - first[b] > 1)
+            for (uint32_t k = at + 1; k < end; k++)
+                if (!same_cell(in, order[k - 1], order[k]))
+                    start[c++] = k;
+    }
+    start[s->cells] = (uint32_t)in->n;
+    return true;
+}
+
+static view view_of(const state *s, const ns__input *in)
+{
+    size_t n = s->n;
+    return (view){.x = s->soa,
+                  .y = s->soa + n,
+                  .z = s->soa + 2 * n,
+                  .r = in->radius ? s->soa + 3 * n : NULL,
+                  .ru = in->radius_uniform,
+                  .order = s->order.a,
+                  .start = s->start.a};
+}
+
+/* Positions (and radii) into cell order. */
+static void gather(const state *s, const ns__input *in)
+{
+    view v = view_of(s, in);
+    float *x = (float *)v.x, *y = (float *)v.y, *z = (float *)v.z, *r = (float *)v.r;
+    const float *pos = in->pos;
+    long long n = (long long)in->n;
+#pragma omp parallel for num_threads(in->threads) schedule(static)
+    for (long long p = 0; p < n; p++) {
+        size_t i = v.order[p];
+        x[p] = pos[3 * i];
+        y[p] = pos[3 * i + 1];
+        z[p] = pos[3 * i + 2];
+        if (r)
+            r[p] = in->radius[i];
+    }
+}
+
+static ns_status build(void **p, const ns__input *in, ns_error *err)
+{
+    state *s = *p;
+    if (!s) {
+        s = ns__malloc(sizeof *s);
+        if (!s)
+            return ns__fail_oom(err, "grid_sorted state");
+        *s = (state){0};
+        *p = s;
+    }
+    size_t n = in->n;
+    s->n = n;
+    s->dense = choose_dense(s, in);
+    if (!s->dense) {
+        s->table = 64;
+        while (s->table < n / 2)
+            s->table *= 2;
+    }
+    size_t keys = s->dense ? s->cells : s->table;
+    ns__u32s *groups = s->dense ? &s->start : &s->group;
+    if (!ns__u32s_reserve(&s->order, n) || !ns__u32s_reserve(&s->key, n) ||
+        !ns__u32s_reserve(groups, keys + 1) ||
+        (!s->dense && !ns__u32s_reserve(&s->bucket_cells, keys + 1)) ||
+        !reserve_floats(s, (in->radius ? 4 : 3) * n))
+        return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
+                        "out of memory sorting %zu particles into %zu %s", n, keys,
+                        s->dense ? "cells" : "buckets");
+
+    sort_by_key(s, in, groups->a, keys);
+    if (s->dense) {
+        /* each cell's particles in the caller's order */
+        const uint32_t *start = s->start.a;
+        uint32_t *order = s->order.a;
+        sorter so = {in, false};
+        long long cells = (long long)s->cells;
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 4096)
+        for (long long c = 0; c < cells; c++)
+            if (start[c + 1] - start[c] > 1)
+                sort_group(&so, order + start[c], start[c + 1] - start[c]);
+    } else if (!find_cells(s, in)) {
+        return ns__fail_oom(err, "grid_sorted's cells");
+    }
+    s->blocks = (s->cells + BLOCK - 1) / BLOCK;
+    if (!reserve_blocks(s, s->blocks))
+        return ns__fail_oom(err, "grid_sorted's blocks");
+    gather(s, in);
+    return NS_OK;
+}
+
+/* The runs of particles a cell is tested against, besides its own later
+ * particles (up to own_end): the half stencil. */
+typedef struct runs {
+    uint32_t own_end;
+    int count;
+    uint32_t begin[13], end[13];
+} runs;
+
+static inline void add_run(runs *r, uint32_t begin, uint32_t end)
+{
+    if (begin < end) {
+        r->begin[r->count] = begin;
+        r->end[r->count] = end;
+        r->count++;
+    }
+}
+
+/* Dense: the cell x+1 continues the own run; the rows (y+1, z), (y-1, z+1),
+ * (y, z+1) and (y+1, z+1), three cells each, are runs of the sorted order. */
+static void dense_runs(const state *s, const view *v, size_t c, runs *r)
+{
+    static const int rows[4][2] = {{1, 0}, {-1, 1}, {0, 1}, {1, 1}};
+    ptrdiff_t dx = (ptrdiff_t)s->dim[0], dxy = dx * (ptrdiff_t)s->dim[1];
+    r->own_end = v->start[c + 2];
+    r->count = 0;
+    for (int q = 0; q < 4; q++) {
+        size_t mid = (size_t)((ptrdiff_t)c + rows[q][0] * dx + rows[q][1] * dxy);
+        add_run(r, v->start[mid - 1], v->start[mid + 2]);
+    }
+}
+
+/* Sparse: the 13 cells looked up one by one in their buckets. */
+static void sparse_runs(const state *s, const view *v, const ns__frame *f, size_t c, runs *r)
+{
+    const uint32_t *first = s->bucket_cells.a, *start = v->start;
+    uint32_t p = start[c];
+    int64_t cc[3];
+    cell_of(f, v->x[p], v->y[p], v->z[p], cc);
+    r->own_end = start[c + 1];
+    r->count = 0;
+    for (int q = 0; q < 13; q++) {
+        /* +x, then the row y+1, then the plane z+1 */
+        int ox = q == 0 ? 1 : q < 4 ? q - 2 : (q - 4) % 3 - 1;
+        int oy = q == 0 ? 0 : q < 4 ? 1 : (q - 4) / 3 - 1;
+        int oz = q < 4 ? 0 : 1;
+        int64_t want[3] = {cc[0] + ox, cc[1] + oy, cc[2] + oz};
+        uint32_t b = block_bucket(want, s->table);
+        for (uint32_t k = first[b]; k < first[b + 1]; k++) {
+            uint32_t at = start[k];
+            int64_t got[3];
+            cell_of(f, v->x[at], v->y[at], v->z[at], got);
+            if (got[0] == want[0] && got[1] == want[1] && got[2] == want[2]) {
+                add_run(r, at, start[k + 1]);
+                break;
+            }
+        }
+    }
+}
+
+static inline void cell_runs(const state *s, const view *v, const ns__frame *f, size_t c,
+                             runs *r)
+{
+    if (s->dense)
+        dense_runs(s, v, c, r);
+    else
+        sparse_runs(s, v, f, c, r);
+}
+
+/* Contacts of sorted particle p with the run [b, e): the vectorised test. */
+static inline uint32_t count_run(const view *v, uint32_t p, uint32_t b, uint32_t e)
+{
+    const float *x = v->x, *y = v->y, *z = v->z, *r = v->r;
+    float px = x[p], py = y[p], pz = z[p];
+    uint32_t hits = 0;
+    if (r) {
+        float pr = r[p];
+        for (uint32_t k = b; k < e; k++)
+            hits += ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), pr + r[k]);
+    } else {
+        float s = v->ru + v->ru;
+        for (uint32_t k = b; k < e; k++)
+            hits += ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), s);
+    }
+    return hits;
+}
+
+/* The contact of sorted particles p and k, numbered and oriented in the
+ * caller's order (i < j, dx = x_j - x_i). */
+static inline void emit(const view *v, uint32_t p, uint32_t k, ns_contact *c)
+{
+    uint32_t a = v->order[p], b = v->order[k];
+    if (a > b) {
+        uint32_t t = a;
+        a = b, b = t;
+        t = p;
+        p = k, k = t;
+    }
+    float dx = v->x[k] - v->x[p], dy = v->y[k] - v->y[p], dz = v->z[k] - v->z[p];
+    float s = v->r ? v->r[p] + v->r[k] : v->ru + v->ru;
+    ns__contact_fill(a, b, dx, dy, dz, ns__distance2(dx, dy, dz), s, c);
+}
+
+/* Writes the contacts of sorted particle p with the run [b, e): a chunk's
+ * test vectorised into flags, then the few contacts written. */
+static inline ns_contact *write_run(const view *v, uint32_t p, uint32_t b, uint32_t e,
+                                    ns_contact *out)
+{
+    const float *x = v->x, *y = v->y, *z = v->z, *r = v->r;
+    float px = x[p], py = y[p], pz = z[p];
+    float pr = r ? r[p] : v->ru;
+    for (uint32_t k0 = b; k0 < e; k0 += CHUNK) {
+        uint32_t len = e - k0 < CHUNK ? e - k0 : CHUNK;
+        unsigned char hit[CHUNK];
+        if (r) {
+            for (uint32_t q = 0; q < len; q++) {
+                uint32_t k = k0 + q;
+                hit[q] = ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), pr + r[k]);
+            }
+        } else {
+            float s = pr + pr;
+            for (uint32_t q = 0; q < len; q++) {
+                uint32_t k = k0 + q;
+                hit[q] = ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), s);
+            }
+        }
+        for (uint32_t q = 0; q < len; q++)
+            if (hit[q])
+                emit(v, p, k0 + q, out++);
+    }
+    return out;
+}
+
+/* A cell's candidates side by side: its own particles first, then the runs
+ * of the half stencil, padded with NaN (which touches nothing) to whole
+ * vectors, so one fixed-width loop tests a particle against all of them.
+ * A cell whose candidates do not fit is tested run by run instead. */
+enum { SCRATCH = 1024, LANES = 16 };
+typedef struct scratch {
+    float x[SCRATCH], y[SCRATCH], z[SCRATCH], r[SCRATCH];
+    uint32_t id[SCRATCH]; /* the caller's index */
+    unsigned char hit[SCRATCH];
+    uint16_t at[SCRATCH]; /* the candidates that touch, compacted */
+    uint32_t own, padded;
+} scratch;
+
+static void gather_run(const view *v, uint32_t b, uint32_t e, scratch *sc, uint32_t at)
+{
+    size_t len = e - b;
+    memcpy(sc->x + at, v->x + b, len * sizeof(float));
+    memcpy(sc->y + at, v->y + b, len * sizeof(float));
+    memcpy(sc->z + at, v->z + b, len * sizeof(float));
+    if (v->r)
+        memcpy(sc->r + at, v->r + b, len * sizeof(float));
+    memcpy(sc->id + at, v->order + b, len * sizeof(uint32_t));
+}
+
+static bool gather_cell(const view *v, size_t c, const runs *r, scratch *sc)
+{
+    uint32_t first = v->start[c], total = r->own_end - first;
+    for (int q = 0; q < r->count; q++)
+        total += r->end[q] - r->begin[q];
+    if (total > SCRATCH - LANES)
+        return false;
+    sc->own = v->start[c + 1] - first;
+    gather_run(v, first, r->own_end, sc, 0);
+    uint32_t at = r->own_end - first;
+    for (int q = 0; q < r->count; q++) {
+        gather_run(v, r->begin[q], r->end[q], sc, at);
+        at += r->end[q] - r->begin[q];
+    }
+    sc->padded = (total + LANES - 1) / LANES * LANES;
+    for (uint32_t k = total; k < sc->padded; k++) {
+        sc->x[k] = sc->y[k] = sc->z[k] = sc->r[k] = NAN;
+        sc->id[k] = 0;
+    }
+    return true;
+}
+
+/* The contacts of the cell's own particle q with the later candidates. */
+static inline uint32_t count_gathered(const scratch *sc, const view *v, uint32_t q)
+{
+    float px = sc->x[q], py = sc->y[q], pz = sc->z[q];
+    uint32_t hits = 0;
+    if (v->r) {
+        float pr = sc->r[q];
+        for (uint32_t k = 0; k < sc->padded; k++)
+            hits += ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz),
+                                 pr + sc->r[k]) &
+                    (k > q);
+    } else {
+        float s = v->ru + v->ru;
+        for (uint32_t k = 0; k < sc->padded; k++)
+            hits += ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz), s) &
+                    (k > q);
+    }
+    return hits;
+}
+
+/* Contacts found but not yet written: for each, the caller's indices a, b
+ * of the two particles, x_b - x_a (likewise y, z) and the sum of radii; then
+ * their values, computed in one vectorised loop. */
+enum { PAIRS = 2048 };
+typedef struct found {
+    uint32_t a[PAIRS + 16], b[PAIRS + 16];
+    float dx[PAIRS + 16], dy[PAIRS + 16], dz[PAIRS + 16], s[PAIRS + 16];
+    uint32_t count;
+} found;
+
+/* Computes the found contacts, numbered and oriented in the caller's order
+ * (i < j, dx = x_j - x_i: negating x_b - x_a is exact), and writes them. */
+static ns_contact *flush(found *fd, ns_contact *out)
+{
+    uint32_t m = fd->count;
+    for (uint32_t t = 0; t < m; t++) {
+        uint32_t a = fd->a[t], b = fd->b[t];
+        float dx = fd->dx[t], dy = fd->dy[t], dz = fd->dz[t];
+        bool swap = a > b;
+        ns__contact_fill(swap ? b : a, swap ? a : b, swap ? -dx : dx, swap ? -dy : dy,
+                         swap ? -dz : dz, ns__distance2(dx, dy, dz), fd->s[t], out + t);
+    }
+    fd->count = 0;
+    return out + m;
+}
+
+static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, uint32_t q,
+                                         ns_contact *out)
+{
+    float px = sc->x[q], py = sc->y[q], pz = sc->z[q];
+    unsigned char *hit = sc->hit; /* may alias sc: keep the bound in a local */
+    uint32_t padded = sc->padded;
+#if defined(__AVX512F__)
+    {
+        if (fd->count + padded > PAIRS)
+            out = flush(fd, out);
+        uint32_t f = fd->count;
+        __m512 PX = _mm512_set1_ps(px), PY = _mm512_set1_ps(py), PZ = _mm512_set1_ps(pz);
+        __m512 PR = _mm512_set1_ps(v->r ? sc->r[q] : v->ru), RU = _mm512_set1_ps(v->ru);
+        __m512i A = _mm512_set1_epi32((int)sc->id[q]);
+        __m512i K = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        __m512i Q = _mm512_set1_epi32((int)q), STEP = _mm512_set1_epi32(16);
+        for (uint32_t k0 = 0; k0 < padded; k0 += 16, K = _mm512_add_epi32(K, STEP)) {
+            __m512 DX = _mm512_sub_ps(_mm512_loadu_ps(sc->x + k0), PX);
+            __m512 DY = _mm512_sub_ps(_mm512_loadu_ps(sc->y + k0), PY);
+            __m512 DZ = _mm512_sub_ps(_mm512_loadu_ps(sc->z + k0), PZ);
+            __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(DX, DX), _mm512_mul_ps(DY, DY)),
+                                      _mm512_mul_ps(DZ, DZ));
+            __m512 S = _mm512_add_ps(PR, v->r ? _mm512_loadu_ps(sc->r + k0) : RU);
+            __mmask16 m = _mm512_cmp_ps_mask(D2, _mm512_mul_ps(S, S), _CMP_LT_OQ) &
+                          _mm512_cmpgt_epu32_mask(K, Q);
+            if (!m)
+                continue;
+            _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
+            _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
+            _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
+            _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
+            _mm512_storeu_si512(fd->b + f,
+                                _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
+            _mm512_storeu_si512(fd->a + f, A);
+            f += (uint32_t)__builtin_popcount(m);
+        }
+        fd->count = f;
+        (void)hit;
+        return out;
+    }
+#endif
+    if (v->r) {
+        float pr = sc->r[q];
+        for (uint32_t k = 0; k < padded; k++)
+            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz),
+                                  pr + sc->r[k]) &
+                     (k > q);
+    } else {
+        float s = v->ru + v->ru;
+        for (uint32_t k = 0; k < padded; k++)
+            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz), s) &
+                     (k > q);
+    }
+    if (fd->count + padded > PAIRS)
+        out = flush(fd, out);
+    /* compaction without branches: every candidate is written, and kept
+     * only when it touches */
+    uint16_t *at = sc->at;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < padded; k++) {
+        at[n] = (uint16_t)k;
+        n += hit[k];
+    }
+    uint32_t a = sc->id[q], f = fd->count;
+    float pr = v->r ? sc->r[q] : v->ru;
+    for (uint32_t t = 0; t < n; t++, f++) {
+        uint32_t k = at[t];
+        fd->a[f] = a;
+        fd->b[f] = sc->id[k];
+        fd->dx[f] = sc->x[k] - px;
+        fd->dy[f] = sc->y[k] - py;
+        fd->dz[f] = sc->z[k] - pz;
+        fd->s[f] = pr + (v->r ? sc->r[k] : v->ru);
+    }
+    fd->count = f;
+    return out;
+}
+
+/* The contacts of cell c, counted (out NULL) or written from out on;
+ * *tested += the pairs it tested. */
+static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, size_t c,
+                            scratch *sc, found *fd, ns_contact **out, size_t *tested)
+{
+    runs r;
+    cell_runs(s, v, f, c, &r);
+    size_t hits = 0;
+    uint32_t first = v->start[c], last = v->start[c + 1];
+    if (gather_cell(v, c, &r, sc)) {
+        for (uint32_t q = 0; q < sc->own; q++) {
+            if (*out)
+                *out = write_gathered(sc, fd, v, q, *out);
+            else
+                hits += count_gathered(sc, v, q);
+        }
+        if (*out)
+            *out = flush(fd, *out);
+        *tested += (size_t)sc->own * sc->padded;
+        return hits;
+    }
+    /* crowded: run by run */
+    for (uint32_t p = first; p < last; p++) {
+        if (*out) {
+            *out = write_run(v, p, p + 1, r.own_end, *out);
+            for (int q = 0; q < r.count; q++)
+                *out = write_run(v, p, r.begin[q], r.end[q], *out);
+        } else {
+            hits += count_run(v, p, p + 1, r.own_end);
+            for (int q = 0; q < r.count; q++)
+                hits += count_run(v, p, r.begin[q], r.end[q]);
+        }
+        *tested += r.own_end - p - 1;
+        for (int q = 0; q < r.count; q++)
+            *tested += r.end[q] - r.begin[q];
+    }
+    return hits;
+}
+
+/* Over blocks of cells in parallel: pass 1 (items NULL) counts each block's
+ * contacts into s->block_total and returns the sum; pass 2 writes each
+ * block's contacts at the offset s->block_total then holds, and returns the
+ * pairs tested. */
+static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
+{
+    view v = view_of(s, in);
+    const ns__frame *f = &in->frame;
+    size_t *total = s->block_total, cells = s->cells, sum = 0;
+    long long blocks = (long long)s->blocks;
+#pragma omp parallel num_threads(in->threads) reduction(+ : sum)
+    {
+        scratch sc;
+        found fd = {.count = 0};
+#pragma omp for schedule(dynamic, 1)
+        for (long long blk = 0; blk < blocks; blk++) {
+            size_t c0 = (size_t)blk * BLOCK, c1 = c0 + BLOCK < cells ? c0 + BLOCK : cells;
+            size_t hits = 0, tested = 0;
+            ns_contact *out = items ? items + total[blk] : NULL;
+            for (size_t c = c0; c < c1; c++)
+                if (v.start[c] < v.start[c + 1])
+                    hits += cell_contacts(s, &v, f, c, &sc, &fd, &out, &tested);
+            if (!items)
+                total[blk] = hits;
+            sum += items ? tested : hits;
+        }
+    }
+    return sum;
+}
+
+static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *err)
+{
+    (void)err;
+    *total = blocks_pass(p, in, NULL);
+    return NS_OK;
+}
+
+static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size_t *candidates,
+                       ns_error *err)
+{
+    state *s = p;
+    size_t total = blocks_pass(s, in, NULL);
+    if (total > in->max_contacts)
+        return ns__too_many_contacts(err, in->max_contacts);
+    ns_status st = ns_contact_list_reserve(list, total, err);
+    if (st != NS_OK)
+        return st;
+    /* block counts into offsets */
+    size_t at = 0;
+    for (size_t b = 0; b < s->blocks; b++) {
+        size_t k = s->block_total[b];
+        s->block_total[b] = at;
+        at += k;
+    }
+    *candidates = blocks_pass(s, in, list->items);
+    list->count = total;
+    return NS_OK;
+}
+
+static void info(const void *p, ns_index_info *info)
+{
+    const state *s = p;
+    info->bytes += sizeof *s + s->soa_capacity * sizeof(float) +
+                   s->blocks_capacity * sizeof(size_t) +
+                   (s->start.capacity + s->order.capacity + s->key.capacity + s->group.capacity +
+                    s->bucket_cells.capacity) *
+                       sizeof(uint32_t);
+    info->cells = s->cells;
+    info->table_size = s->dense ? 0 : s->table;
+    for (size_t c = 0; c < s->cells; c++)
+        info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
+}
+
+const ns_kernel_ops ns__grid_sorted_ops = {
+    .build = build, .query = query, .info = info, .destroy = destroy, .count = count};

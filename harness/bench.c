@@ -7,7 +7,14 @@
  * i.e. from the caller's particle arrays to the complete contact list, on an
  * index and a contact list reused across iterations as a simulation reuses
  * them across frames. Not timed: generating the particles, the reference,
- * validation, sorting. */
+ * validation, sorting.
+ *
+ * One configuration is not a kernel: bound/workload/n:N/threads:T times
+ * grid_sorted's build (its binning into sorted cells) plus ns_index_count,
+ * its vectorised count of the contacts with no output: the floor for this
+ * work on this machine, measured in the same run, that the summary and the
+ * figures divide every kernel's time by. It is checked against the
+ * reference's contact count. */
 #define _DEFAULT_SOURCE
 
 #include "bench_shim.h"
@@ -29,14 +36,18 @@
 #define RESULTS_FORMAT_VERSION "1"
 #define REFERENCE_MAX_N 100000 /* naive is the reference up to here */
 #define SEED 1
+#define BOUND_NAME "bound"         /* the floor configuration */
+#define BOUND_KERNEL "grid_sorted" /* whose binning and count it times */
 
-static const size_t uniform_sizes[] = {100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
+static const size_t uniform_sizes[] = {100,  200,   500,   1000,  2000,
+                                       5000, 10000, 20000, 50000, 100000};
 static const size_t other_sizes[] = {1000, 10000, 100000};
 static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 10000000};
 
 /* One benchmark configuration. */
 typedef struct config {
-    const ns_kernel *kernel;
+    const ns_kernel *kernel; /* for bound: BOUND_KERNEL */
+    bool bound;              /* build + count, no contacts written */
     const ns_workload *workload;
     size_t n;
     int threads;
@@ -53,7 +64,7 @@ static struct {
     const ns_workload *workload;
     size_t n;
     float *pos, *radius;
-    ns_contact_list reference; /* sorted */
+    ns_contact_list reference;  /* sorted */
     const char *reference_name; /* "naive", "hash_serial (checked against grid_dense)" */
     ns_status reference_status;
     char reference_error[300];
@@ -142,7 +153,8 @@ static void prepare(const ns_workload *w, size_t n)
     double t0 = now();
     if (n <= REFERENCE_MAX_N) {
         cache.reference_name = "naive";
-        cache.reference_status = search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
+        cache.reference_status =
+            search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
     } else {
         cache.reference_name = "hash_serial";
         cache.reference_status =
@@ -213,11 +225,13 @@ static void run_config(nsb_state *st, void *arg)
     ns_contact_list_init(&contacts);
 
     /* a first, untimed search: validation, and warm memory for the loop */
+    size_t counted = 0;
     ns_status s = ns_index_create(c->kernel, &cfg, &index, &err);
     if (s == NS_OK)
         s = ns_index_build(index, &p, &err);
     if (s == NS_OK)
-        s = ns_index_query(index, &contacts, &err);
+        s = c->bound ? ns_index_count(index, &counted, &err)
+                     : ns_index_query(index, &contacts, &err);
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
@@ -229,7 +243,16 @@ static void run_config(nsb_state *st, void *arg)
         nsb_skip_with_error(st, msg);
         goto done;
     }
-    if (!c->checked) { /* once per configuration, before any timing */
+    if (!c->checked && c->bound && counted != cache.reference.count) {
+        snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", BOUND_KERNEL,
+                 counted, cache.reference_name, cache.reference.count);
+        any_invalid = true;
+        n_invalid++;
+        c->checked = -1;
+        nsb_skip_with_error(st, msg);
+        goto done;
+    }
+    if (!c->checked && !c->bound) { /* once per configuration, before any timing */
         ns_contact_list_sort(&contacts);
         size_t k = first_difference(&cache.reference, &contacts);
         if (k != SIZE_MAX) {
@@ -241,9 +264,12 @@ static void run_config(nsb_state *st, void *arg)
             nsb_skip_with_error(st, msg);
             goto done;
         }
+    }
+    if (!c->checked) {
         n_valid++;
         c->checked = 1;
-        snprintf(msg, msg_size, "VALID vs %s", cache.reference_name);
+        snprintf(msg, msg_size, "VALID vs %s%s", cache.reference_name,
+                 c->bound ? " (contact count)" : "");
     }
     nsb_set_label(st, msg);
 
@@ -255,7 +281,8 @@ static void run_config(nsb_state *st, void *arg)
         s = ns_index_build(index, &p, &err);
         double t1 = now();
         if (s == NS_OK)
-            s = ns_index_query(index, &contacts, &err);
+            s = c->bound ? ns_index_count(index, &counted, &err)
+                         : ns_index_query(index, &contacts, &err);
         double t2 = now();
         nsb_set_iteration_time(st, t2 - t0);
         build += t1 - t0;
@@ -273,24 +300,26 @@ static void run_config(nsb_state *st, void *arg)
         ns_index_get_info(index, &info);
         double seconds = (build + query) / (double)iterations;
         double per = c->n ? 1.0 / (double)c->n : 0.0;
+        double found = (double)(c->bound ? counted : contacts.count);
         nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
-        nsb_set_counter(st, "contacts", (double)contacts.count, NSB_PLAIN);
-        nsb_set_counter(st, "contacts_per_particle", 2.0 * (double)contacts.count * per, NSB_PLAIN);
-        nsb_set_counter(st, "contacts_per_s", (double)contacts.count, NSB_PER_ITERATION_RATE);
+        nsb_set_counter(st, "contacts", found, NSB_PLAIN);
+        nsb_set_counter(st, "contacts_per_particle", 2.0 * found * per, NSB_PLAIN);
+        nsb_set_counter(st, "contacts_per_s", found, NSB_PER_ITERATION_RATE);
         nsb_set_counter(st, "ns_per_particle", seconds * 1e9 * per, NSB_PLAIN);
         nsb_set_counter(st, "build_ms", build / (double)iterations * 1e3, NSB_PLAIN);
         nsb_set_counter(st, "query_ms", query / (double)iterations * 1e3, NSB_PLAIN);
         nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
         nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
-        nsb_set_counter(st, "candidates_per_contact",
-                        contacts.count ? (double)info.candidates / (double)contacts.count : 0.0,
-                        NSB_PLAIN);
+        if (!c->bound)
+            nsb_set_counter(st, "candidates_per_contact",
+                            contacts.count ? (double)info.candidates / (double)contacts.count : 0.0,
+                            NSB_PLAIN);
         if (c->kernel->uses_table_size) {
             nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
-            nsb_set_counter(st, "nonempty_bucket_fraction",
-                            info.table_size ? (double)info.nonempty_buckets / (double)info.table_size
-                                            : 0.0,
-                            NSB_PLAIN);
+            nsb_set_counter(
+                st, "nonempty_bucket_fraction",
+                info.table_size ? (double)info.nonempty_buckets / (double)info.table_size : 0.0,
+                NSB_PLAIN);
         }
         nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
     }
@@ -338,7 +367,7 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
 
 static bool known_kernel(const char *s)
 {
-    return ns_kernel_find(s) != NULL;
+    return ns_kernel_find(s) != NULL || strcmp(s, BOUND_NAME) == 0;
 }
 static bool known_workload(const char *s)
 {
@@ -349,7 +378,8 @@ static const char help[] =
     "Usage: nsearch-bench [OPTIONS] [--benchmark_* flags of Google Benchmark]\n"
     "Times every kernel x workload x n x threads, each validated exactly first.\n"
     "\n"
-    "  --kernels A,B      only these kernels (default: all)\n"
+    "  --kernels A,B      only these kernels (default: all); the name bound selects the\n"
+    "                     floor configuration (grid_sorted's build + a contact count)\n"
     "  --workloads A,B    only these workloads (default: all)\n"
     "  --threads 1,2      thread counts for parallel kernels (default: 1 and all cores)\n"
     "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
@@ -383,7 +413,8 @@ static options parse_options(int argc, char **argv)
     options o = {0};
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
-#define IS(opt) (strncmp(arg, opt, strlen(opt)) == 0 && (arg[strlen(opt)] == 0 || arg[strlen(opt)] == '='))
+#define IS(opt)                                                                                    \
+    (strncmp(arg, opt, strlen(opt)) == 0 && (arg[strlen(opt)] == 0 || arg[strlen(opt)] == '='))
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(help, stdout);
             exit(0);
@@ -427,7 +458,7 @@ static options parse_options(int argc, char **argv)
 static config *configs;
 static size_t n_configs, configs_capacity;
 
-static void add_config(const ns_kernel *k, const ns_workload *w, size_t n, int threads)
+static void add_config(const ns_kernel *k, bool bound, const ns_workload *w, size_t n, int threads)
 {
     if (n_configs == configs_capacity) {
         configs_capacity = configs_capacity ? 2 * configs_capacity : 256;
@@ -436,8 +467,9 @@ static void add_config(const ns_kernel *k, const ns_workload *w, size_t n, int t
             die("out of memory");
     }
     config *c = &configs[n_configs++];
-    *c = (config){k, w, n, threads, "", 0, ""};
-    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", k->name, w->name, n, threads);
+    *c = (config){k, bound, w, n, threads, "", 0, ""};
+    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", bound ? BOUND_NAME : k->name,
+             w->name, n, threads);
 }
 
 static int parse_threads(const char *list, int *out, int max)
@@ -482,15 +514,19 @@ static void register_sweep(const options *o, int cores)
                 all[count++] = large_sizes[s];
         if (o->max_n_given && (count == 0 || all[count - 1] < o->max_n))
             all[count++] = o->max_n; /* the largest n asked for is always measured */
-        for (size_t s = 0; s < count; s++)
+        for (size_t s = 0; s < count; s++) {
             for (size_t k = 0; k < ns_kernel_count(); k++) {
                 const ns_kernel *ker = ns_kernel_at(k);
                 bool quadratic = strncmp(ker->name, "naive", 5) == 0;
                 if (!in_list(o->kernels, ker->name) || (quadratic && all[s] > REFERENCE_MAX_N))
                     continue;
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
-                    add_config(ker, wl, all[s], ker->parallel ? threads[t] : 1);
+                    add_config(ker, false, wl, all[s], ker->parallel ? threads[t] : 1);
             }
+            if (in_list(o->kernels, BOUND_NAME))
+                for (int t = 0; t < n_threads; t++)
+                    add_config(ns_kernel_find(BOUND_KERNEL), true, wl, all[s], threads[t]);
+        }
     }
     for (size_t c = 0; c < n_configs; c++)
         nsb_register(configs[c].name, run_config, &configs[c], NULL);
@@ -557,7 +593,7 @@ static void add_context(const options *o, int cores)
     command_output("git -C '" NS_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null"
                    " | wc -l",
                    buf, sizeof buf);
-    nsb_add_context("git_modified", strcmp(buf, "0") == 0 ? "false"
+    nsb_add_context("git_modified", strcmp(buf, "0") == 0         ? "false"
                                     : strcmp(buf, "unknown") == 0 ? "unknown"
                                                                   : "true");
     snprintf(buf, sizeof buf, "kernels=%s workloads=%s threads=%s max_n=%zu seed=%d",
@@ -672,7 +708,7 @@ int main(int argc, char **argv)
     }
     if (!listing)
         warn_load(cores);
-    /* a first parallel region, so the thread pool exists before any timing */
+        /* a first parallel region, so the thread pool exists before any timing */
 #pragma omp parallel
     {
         (void)0;

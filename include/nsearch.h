@@ -142,7 +142,7 @@ typedef struct ns_kernel {
 } ns_kernel;
 
 size_t ns_kernel_count(void);
-const ns_kernel *ns_kernel_at(size_t k);         /* NULL when k >= count */
+const ns_kernel *ns_kernel_at(size_t k);           /* NULL when k >= count */
 const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown */
 
 /* An index: a kernel's search structure, rebuilt for every particle set. */
@@ -171,8 +171,8 @@ typedef struct ns_index_info {
     size_t table_size;       /* buckets, for hash kernels; else 0 */
     size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
     size_t cells;            /* grid cells, for grid kernels; else 0 */
-    double cell_size;        /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
-    size_t candidates;       /* pairs the last query tested by distance (its work) */
+    double cell_size;  /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
+    size_t candidates; /* pairs the last query tested by distance (its work) */
 } ns_index_info;
 void ns_index_get_info(const ns_index *index, ns_index_info *info);
 

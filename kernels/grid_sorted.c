@@ -35,6 +35,8 @@ enum {
     BLOCK = 64, /* cells per unit of parallel work */
     CHUNK = 32, /* candidates tested together before their contacts are written */
     SMALL = 24, /* groups up to this size are sorted by insertion */
+    COPY = 16,  /* elements per move when gathering candidates (see copy_floats) */
+    SLACK = COPY,
 };
 
 typedef struct state {
@@ -208,7 +210,8 @@ static bool mixed_cells(const ns__input *in, const uint32_t *a, size_t len)
 static inline uint32_t block_bucket(const int64_t c[3], size_t table)
 {
     uint64_t x = (uint64_t)c[0], y = (uint64_t)c[1], z = (uint64_t)c[2];
-    uint32_t block = ns__hash_cell((int64_t)(x >> 2), (int64_t)(y >> 2), (int64_t)(z >> 2), table / 64);
+    uint32_t block =
+        ns__hash_cell((int64_t)(x >> 2), (int64_t)(y >> 2), (int64_t)(z >> 2), table / 64);
     return block * 64 + (uint32_t)((x & 3) | (y & 3) << 2 | (z & 3) << 4);
 }
 
@@ -347,10 +350,10 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     }
     size_t keys = s->dense ? s->cells : s->table;
     ns__u32s *groups = s->dense ? &s->start : &s->group;
-    if (!ns__u32s_reserve(&s->order, n) || !ns__u32s_reserve(&s->key, n) ||
+    if (!ns__u32s_reserve(&s->order, n + SLACK) || !ns__u32s_reserve(&s->key, n) ||
         !ns__u32s_reserve(groups, keys + 1) ||
         (!s->dense && !ns__u32s_reserve(&s->bucket_cells, keys + 1)) ||
-        !reserve_floats(s, (in->radius ? 4 : 3) * n))
+        !reserve_floats(s, (in->radius ? 4 : 3) * n + SLACK))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
                         "out of memory sorting %zu particles into %zu %s", n, keys,
                         s->dense ? "cells" : "buckets");
@@ -435,8 +438,7 @@ static void sparse_runs(const state *s, const view *v, const ns__frame *f, size_
     }
 }
 
-static inline void cell_runs(const state *s, const view *v, const ns__frame *f, size_t c,
-                             runs *r)
+static inline void cell_runs(const state *s, const view *v, const ns__frame *f, size_t c, runs *r)
 {
     if (s->dense)
         dense_runs(s, v, c, r);
@@ -521,15 +523,26 @@ typedef struct scratch {
     uint32_t own, padded;
 } scratch;
 
-static void gather_run(const view *v, uint32_t b, uint32_t e, scratch *sc, uint32_t at)
+/* Copies of whole vectors: a run of any length in a few wide moves (no
+ * library call), allowed to spill up to COPY - 1 elements past its end: the
+ * sorted arrays have SLACK elements behind them, the scratch too, and what
+ * spills is overwritten by the next run or the NaN padding. */
+static inline void copy_floats(float *to, const float *from, uint32_t len)
 {
-    size_t len = e - b;
-    memcpy(sc->x + at, v->x + b, len * sizeof(float));
-    memcpy(sc->y + at, v->y + b, len * sizeof(float));
-    memcpy(sc->z + at, v->z + b, len * sizeof(float));
+    for (uint32_t k = 0; k < len; k += COPY)
+        memcpy(to + k, from + k, COPY * sizeof(float));
+}
+
+static inline void gather_run(const view *v, uint32_t b, uint32_t e, scratch *sc, uint32_t at)
+{
+    uint32_t len = e - b;
+    copy_floats(sc->x + at, v->x + b, len);
+    copy_floats(sc->y + at, v->y + b, len);
+    copy_floats(sc->z + at, v->z + b, len);
     if (v->r)
-        memcpy(sc->r + at, v->r + b, len * sizeof(float));
-    memcpy(sc->id + at, v->order + b, len * sizeof(uint32_t));
+        copy_floats(sc->r + at, v->r + b, len);
+    for (uint32_t k = 0; k < len; k += COPY)
+        memcpy(sc->id + at + k, v->order + b + k, COPY * sizeof(uint32_t));
 }
 
 static bool gather_cell(const view *v, size_t c, const runs *r, scratch *sc)
@@ -537,7 +550,7 @@ static bool gather_cell(const view *v, size_t c, const runs *r, scratch *sc)
     uint32_t first = v->start[c], total = r->own_end - first;
     for (int q = 0; q < r->count; q++)
         total += r->end[q] - r->begin[q];
-    if (total > SCRATCH - LANES)
+    if (total > SCRATCH - COPY)
         return false;
     sc->own = v->start[c + 1] - first;
     gather_run(v, first, r->own_end, sc, 0);

@@ -4,10 +4,12 @@
  * bucket is counted with an atomic increment, a blocked two-pass parallel
  * prefix sum turns counts into bucket starts, and particles are scattered
  * into their buckets through atomic cursors (so the order inside a bucket
- * varies from run to run; the contacts do not). Threads query blocks of
- * buckets into their own contact buffers, concatenated at the end; the
- * particles of a bucket that share a cell are tested together, so each
- * candidate is loaded once for all of them.
+ * varies from run to run; the contacts do not). The scatter copies each
+ * particle's position and radius beside its index, so the query reads the
+ * particles of a bucket from one stretch of memory instead of from all over
+ * the caller's array. Threads query blocks of buckets into their own contact
+ * buffers, concatenated at the end; the particles of a bucket that share a
+ * cell are tested together, so each candidate is loaded once for all of them.
  * O(n / T) time, O(n + table_size) memory. */
 #include "internal.h"
 
@@ -19,6 +21,8 @@ typedef struct state {
     ns__u32s cursor;    /* table_size insertion cursors */
     ns__u32s entries;   /* n particle indices, by bucket */
     ns__u32s bucket_of; /* n buckets */
+    float *particle;    /* n x (x, y, z, r), in the order of entries */
+    size_t particle_capacity;
     size_t table_size;
     ns__tbufs out;
 } state;
@@ -30,6 +34,7 @@ static void destroy(void *p)
     ns__u32s_free(&s->cursor);
     ns__u32s_free(&s->entries);
     ns__u32s_free(&s->bucket_of);
+    ns__free(s->particle);
     ns__tbufs_free(&s->out);
     ns__free(s);
 }
@@ -56,6 +61,15 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         !ns__u32s_reserve(&s->entries, in->n) || !ns__u32s_reserve(&s->bucket_of, in->n))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
                         "out of memory allocating a hash table of %zu buckets", m);
+    if (in->n > s->particle_capacity) {
+        float *a = ns__malloc_array(in->n, 4 * sizeof(float));
+        if (!a)
+            return ns__fail_oom(err, "hash_parallel's particle copy");
+        ns__free(s->particle);
+        s->particle = a;
+        s->particle_capacity = in->n;
+    }
+    float *particle = s->particle;
 
     uint32_t *start = s->start.a, *cursor = s->cursor.a, *entries = s->entries.a,
              *bucket_of = s->bucket_of.a;
@@ -65,7 +79,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
 #pragma omp for schedule(static)
         for (long long b = 0; b <= buckets; b++)
             start[b] = 0;
-        /* count per bucket */
+            /* count per bucket */
 #pragma omp for schedule(static)
         for (long long i = 0; i < n; i++) {
             uint32_t b = ns__particle_bucket(in, (size_t)i);
@@ -81,13 +95,16 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
 #pragma omp for schedule(static)
         for (long long b = 0; b < buckets; b++)
             cursor[b] = start[b];
-        /* scatter through atomic cursors */
+            /* scatter through atomic cursors */
 #pragma omp for schedule(static)
         for (long long i = 0; i < n; i++) {
             uint32_t at;
 #pragma omp atomic capture
             at = cursor[bucket_of[i]]++;
             entries[at] = (uint32_t)i;
+            const float *from = in->pos + 3 * i;
+            float *to = particle + 4 * (size_t)at;
+            to[0] = from[0], to[1] = from[1], to[2] = from[2], to[3] = ns__radius(in, (size_t)i);
         }
     }
     return NS_OK;
@@ -102,6 +119,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
+    const float *particle = s->particle;
     ns__tbufs_reset(&s->out);
     long long buckets = (long long)s->table_size;
     size_t tested = 0;
@@ -111,6 +129,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
         const ns__input local = *in; /* a private copy: no store can alias it */
         ns__neighbours nb = {.count = -1};
         uint32_t group[GROUP];
+        float gx[GROUP], gy[GROUP], gz[GROUP], gr[GROUP];
         size_t my_tested = 0;
         ns_contact c;
         /* blocks of buckets, so neighbouring particles are visited together */
@@ -119,27 +138,35 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
             uint32_t e = start[b], end = start[b + 1];
             while (e < end && !ns__tbufs_failed(&s->out)) {
                 /* a run of the bucket's particles that share one cell */
-                int64_t cell[3], next[3];
-                ns__particle_cell(&local, entries[e], cell);
+                int64_t cell[3];
+                const float *q = particle + 4 * (size_t)e;
+                cell[0] = ns__cell_coord(&local.frame, q[0]);
+                cell[1] = ns__cell_coord(&local.frame, q[1]);
+                cell[2] = ns__cell_coord(&local.frame, q[2]);
                 int m = 0;
-                group[m++] = entries[e++];
-                while (e < end && m < GROUP) {
-                    ns__particle_cell(&local, entries[e], next);
-                    if (next[0] != cell[0] || next[1] != cell[1] || next[2] != cell[2])
-                        break;
-                    group[m++] = entries[e++];
-                }
+                do {
+                    group[m] = entries[e];
+                    gx[m] = q[0], gy[m] = q[1], gz[m] = q[2], gr[m] = q[3];
+                    m++, e++, q += 4;
+                } while (e < end && m < GROUP && ns__cell_coord(&local.frame, q[0]) == cell[0] &&
+                         ns__cell_coord(&local.frame, q[1]) == cell[1] &&
+                         ns__cell_coord(&local.frame, q[2]) == cell[2]);
                 const ns__neighbours *near = ns__neighbours_around(&nb, &local, cell);
                 /* every particle of the neighbour buckets against the run */
                 for (int k = 0; k < near->count; k++)
                     for (uint32_t f = start[near->bucket[k]]; f < start[near->bucket[k] + 1]; f++) {
                         uint32_t j = entries[f];
+                        const float *pj = particle + 4 * (size_t)f;
                         for (int g = 0; g < m; g++) {
                             if (j <= group[g])
                                 continue;
                             my_tested++;
-                            if (ns__contact(&local, group[g], j, &c))
+                            float dx = pj[0] - gx[g], dy = pj[1] - gy[g], dz = pj[2] - gz[g];
+                            float d2 = ns__distance2(dx, dy, dz), sum = gr[g] + pj[3];
+                            if (ns__touching(d2, sum)) {
+                                ns__contact_fill(group[g], j, dx, dy, dz, d2, sum, &c);
                                 ns__tbuf_push(&s->out, t, &c, local.max_contacts);
+                            }
                         }
                     }
             }
@@ -153,13 +180,15 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 static void info(const void *p, ns_index_info *info)
 {
     const state *s = p;
-    info->bytes += sizeof *s + s->out.count * sizeof(ns__tbuf) +
-                   (s->start.capacity + s->cursor.capacity + s->entries.capacity +
-                    s->bucket_of.capacity) *
-                       sizeof(uint32_t);
+    info->bytes +=
+        sizeof *s + s->out.count * sizeof(ns__tbuf) +
+        (s->start.capacity + s->cursor.capacity + s->entries.capacity + s->bucket_of.capacity) *
+            sizeof(uint32_t) +
+        s->particle_capacity * 4 * sizeof(float);
     info->table_size = s->table_size;
     for (size_t b = 0; b < s->table_size; b++)
         info->nonempty_buckets += s->start.a[b + 1] > s->start.a[b];
 }
 
-const ns_kernel_ops ns__hash_parallel_ops = {.build = build, .query = query, .info = info, .destroy = destroy};
+const ns_kernel_ops ns__hash_parallel_ops = {
+    .build = build, .query = query, .info = info, .destroy = destroy};

@@ -37,8 +37,8 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         *p = s;
     }
     s->table_size = in->table_size;
-    if (!ns__u32s_reserve(&s->start, in->table_size + 1) ||
-        !ns__u32s_reserve(&s->entries, in->n) || !ns__u32s_reserve(&s->bucket_of, in->n))
+    if (!ns__u32s_reserve(&s->start, in->table_size + 1) || !ns__u32s_reserve(&s->entries, in->n) ||
+        !ns__u32s_reserve(&s->bucket_of, in->n))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
                         "out of memory allocating a hash table of %zu buckets", in->table_size);
 
@@ -92,4 +92,5 @@ static void info(const void *p, ns_index_info *info)
         info->nonempty_buckets += s->start.a[b + 1] > s->start.a[b];
 }
 
-const ns_kernel_ops ns__hash_serial_ops = {.build = build, .query = query, .info = info, .destroy = destroy};
+const ns_kernel_ops ns__hash_serial_ops = {
+    .build = build, .query = query, .info = info, .destroy = destroy};

@@ -37,4 +37,5 @@ static void destroy(void *state)
     (void)state;
 }
 
-const ns_kernel_ops ns__naive_ops = {.build = build, .query = query, .info = info, .destroy = destroy};
+const ns_kernel_ops ns__naive_ops = {
+    .build = build, .query = query, .info = info, .destroy = destroy};

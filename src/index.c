@@ -10,9 +10,9 @@ struct ns_index {
     const ns_kernel *kernel;
     ns_config config;
     ns__input in;
-    void *state;   /* the kernel's, kept across builds */
-    bool built;    /* the last build succeeded */
-    bool trivial;  /* no contact is possible: fewer than 2 particles or all radii 0 */
+    void *state;       /* the kernel's, kept across builds */
+    bool built;        /* the last build succeeded */
+    bool trivial;      /* no contact is possible: fewer than 2 particles or all radii 0 */
     size_t candidates; /* pairs tested by the last query */
 };
 
@@ -27,8 +27,11 @@ static bool scan_particles(ns__input *in)
     float maxr = rad ? 0.0f : in->radius_uniform;
     int bad = 0;
     long long n = (long long)in->n;
-#pragma omp parallel for num_threads(in->threads) schedule(static) if (n > 65536) \
-    reduction(min : lo0, lo1, lo2) reduction(max : hi0, hi1, hi2, maxr) reduction(| : bad)
+#pragma omp parallel for num_threads(in->threads) schedule(static) if (n > 65536)                  \
+    reduction(min                                                                                  \
+              : lo0, lo1, lo2) reduction(max                                                       \
+                                         : hi0, hi1, hi2, maxr) reduction(|                        \
+                                                                          : bad)
     for (long long i = 0; i < n; i++) {
         float x = pos[3 * i], y = pos[3 * i + 1], z = pos[3 * i + 2];
         bad |= !isfinite(x) | !isfinite(y) | !isfinite(z);
@@ -83,12 +86,13 @@ static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
             continue;
         }
         size_t bad = 0;
-        while (bad < p->n && cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * f->inv_cell)))
+        while (bad < p->n &&
+               cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * f->inv_cell)))
             bad++;
         return ns__fail(err, NS_ERR_TOO_LARGE, bad,
                         "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
                         "origin",
-                        bad, "xyz"[k], (double)p->pos[3 * bad + (size_t)k], f->cell);
+                        bad, "xyz"[k], (double)p -> pos[3 * bad + (size_t)k], f -> cell);
     }
     return NS_OK;
 }
@@ -103,8 +107,8 @@ ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_i
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "kernel is NULL");
     ns_config c = config ? *config : ns_config_default();
     if (c.threads < 0)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "threads = %d is negative", c.threads);
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "threads = %d is negative",
+                        c.threads);
     if (c.table_size > UINT32_MAX)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "table_size = %zu is more than the %u buckets a uint32_t numbers",
@@ -148,11 +152,12 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
     in->pos = p->pos;
     in->radius = p->radius;
     in->radius_uniform = p->radius_uniform;
-    in->threads = index->kernel->parallel ? (c->threads > 0 ? c->threads : omp_get_max_threads()) : 1;
+    in->threads =
+        index->kernel->parallel ? (c->threads > 0 ? c->threads : omp_get_max_threads()) : 1;
     in->table_size = c->table_size > 0 ? c->table_size : default_table_size(p->n);
     in->grid_max_bytes = c->grid_max_bytes;
-    in->max_contacts =
-        c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS ? c->max_contacts : NS_MAX_CONTACTS;
+    in->max_contacts = c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS ? c->max_contacts
+                                                                                : NS_MAX_CONTACTS;
 
     if (!scan_particles(in) ||
         (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f)))
@@ -173,16 +178,16 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
 ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *err)
 {
     if (!index || !contacts)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "%s is NULL", index ? "contact list" : "index");
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "%s is NULL",
+                        index ? "contact list" : "index");
     contacts->count = 0;
     index->candidates = 0;
     if (!index->built)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "query of an index without a successful build");
     if (!index->trivial) {
-        ns_status s = index->kernel->ops->query(index->state, &index->in, contacts,
-                                                &index->candidates, err);
+        ns_status s =
+            index->kernel->ops->query(index->state, &index->in, contacts, &index->candidates, err);
         if (s != NS_OK) {
             contacts->count = 0;
             return s;
@@ -200,8 +205,8 @@ bool ns_index_can_count(const ns_index *index)
 ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
 {
     if (!index || !count)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "%s is NULL", index ? "count" : "index");
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "%s is NULL",
+                        index ? "count" : "index");
     *count = 0;
     if (!ns_index_can_count(index))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,

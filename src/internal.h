@@ -52,8 +52,8 @@ typedef struct ns__input {
     const float *radius; /* NULL: radius_uniform for all */
     float radius_uniform;
     ns__frame frame;
-    int threads;         /* resolved: >= 1 */
-    size_t table_size;   /* resolved: >= 1 */
+    int threads;       /* resolved: >= 1 */
+    size_t table_size; /* resolved: >= 1 */
     size_t grid_max_bytes;
     size_t max_contacts; /* resolved: >= 1 */
 } ns__input;
@@ -94,8 +94,8 @@ static inline bool ns__touching(float d2, float s)
 
 /* The contact of particles i < j with dx = x_j - x_i (likewise y, z),
  * d2 = ns__distance2(dx, dy, dz) and s = r_i + r_j, when they touch. */
-static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, float dz,
-                                    float d2, float s, ns_contact *c)
+static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, float dz, float d2,
+                                    float s, ns_contact *c)
 {
     float d = sqrtf(d2);
     c->i = i;
@@ -182,7 +182,8 @@ static inline const ns__neighbours *ns__neighbours_around(ns__neighbours *nb, co
     for (int dz = -1; dz <= 1; dz++)
         for (int dy = -1; dy <= 1; dy++)
             for (int dx = -1; dx <= 1; dx++) {
-                uint32_t b = ns__hash_cell(cell[0] + dx, cell[1] + dy, cell[2] + dz, in->table_size);
+                uint32_t b =
+                    ns__hash_cell(cell[0] + dx, cell[1] + dy, cell[2] + dz, in->table_size);
                 int k = 0;
                 while (k < m && nb->bucket[k] != b)
                     k++;
@@ -232,8 +233,7 @@ void ns__tbufs_reset(ns__tbufs *t);
 size_t ns__tbufs_bytes(const ns__tbufs *t);
 /* Appends c to thread's buffer; false (and the flag raised) on failure. */
 bool ns__tbuf_push_slow(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts);
-static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c,
-                                 size_t max_contacts)
+static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts)
 {
     ns__tbuf *b = &t->bufs[thread];
     if (b->count < b->capacity && b->count < max_contacts && b->status == NS_OK) {
@@ -245,8 +245,7 @@ static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c,
 /* Has any thread failed? For early exits inside parallel loops. */
 bool ns__tbufs_failed(ns__tbufs *t);
 /* Replaces list's content with every buffer's contacts. */
-ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contacts,
-                          ns_error *err);
+ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contacts, ns_error *err);
 
 /* Counting sort of particles 0..n by key[i] < nkeys: afterwards bucket k
  * holds entries[start[k] .. start[k+1]), in increasing particle order, and

@@ -23,10 +23,29 @@ static void check_format(float v)
 static void t_format_float(void)
 {
     /* the edges of the fast path and of rounding */
-    static const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1e-4f, 1e-5f, 9.9999997e-5f,
-                                  1e9f, 999999936.0f, 1e8f, 123456789.0f, 0.1f, 0.3f, 2.5f,
-                                  16777216.0f, 16777215.0f, 3.4028235e38f, 1.17549435e-38f,
-                                  1.4e-45f, 0.99999994f, 9.99999944e-1f, 999999.9375f};
+    static const float edges[] = {0.0f,
+                                  -0.0f,
+                                  1.0f,
+                                  -1.0f,
+                                  0.5f,
+                                  1e-4f,
+                                  1e-5f,
+                                  9.9999997e-5f,
+                                  1e9f,
+                                  999999936.0f,
+                                  1e8f,
+                                  123456789.0f,
+                                  0.1f,
+                                  0.3f,
+                                  2.5f,
+                                  16777216.0f,
+                                  16777215.0f,
+                                  3.4028235e38f,
+                                  1.17549435e-38f,
+                                  1.4e-45f,
+                                  0.99999994f,
+                                  9.99999944e-1f,
+                                  999999.9375f};
     for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
         check_format(edges[k]);
         check_format(-edges[k]);
@@ -177,8 +196,8 @@ static void t_write_bin(void)
     CHECK_EQ_U(u[2], 2);  /* count, low word */
     CHECK_EQ_U(u[3], 0);
     const unsigned char *rec = buf + 24 + 24; /* the second record */
-    uint32_t j = (uint32_t)rec[4] | (uint32_t)rec[5] << 8 | (uint32_t)rec[6] << 16 |
-                 (uint32_t)rec[7] << 24;
+    uint32_t j =
+        (uint32_t)rec[4] | (uint32_t)rec[5] << 8 | (uint32_t)rec[6] << 16 | (uint32_t)rec[7] << 24;
     uint32_t nz = (uint32_t)rec[20] | (uint32_t)rec[21] << 8 | (uint32_t)rec[22] << 16 |
                   (uint32_t)rec[23] << 24;
     CHECK_EQ_U(j, 70000);
@@ -215,9 +234,8 @@ static void t_write_csv(void)
     while (fgets(line, sizeof line, f)) {
         REQUIRE(k < n);
         const ns_contact *c = &l.items[k++];
-        snprintf(want, sizeof want, "%u,%u,%.9g,%.9g,%.9g,%.9g\n", (unsigned)c->i,
-                 (unsigned)c->j, (double)c->overlap, (double)c->nx, (double)c->ny,
-                 (double)c->nz);
+        snprintf(want, sizeof want, "%u,%u,%.9g,%.9g,%.9g,%.9g\n", (unsigned)c->i, (unsigned)c->j,
+                 (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
         if (strcmp(line, want) != 0) {
             CHECK_MSG(0, "line %zu: \"%s\", want \"%s\"", k + 1, line, want);
             break;
@@ -251,24 +269,13 @@ static void t_write_particles(void)
     ns_particle_file_free(&back);
 }
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
-    {"format_float", t_format_float},       {"parse_accepts", t_parse_accepts},
-    {"parse_rejects", t_parse_rejects},     {"write_bin", t_write_bin},
-    {"write_csv", t_write_csv},             {"write_particles", t_write_particles},
+static const tl_case cases[] = {
+    {"format_float", .run = t_format_float},   {"parse_accepts", .run = t_parse_accepts},
+    {"parse_rejects", .run = t_parse_rejects}, {"write_bin", .run = t_write_bin},
+    {"write_csv", .run = t_write_csv},         {"write_particles", .run = t_write_particles},
 };
 
 int main(int argc, char **argv)
 {
-    for (size_t k = 0; argc == 2 && k < sizeof cases / sizeof cases[0]; k++)
-        if (strcmp(argv[1], cases[k].name) == 0) {
-            cases[k].run();
-            char name[64];
-            snprintf(name, sizeof name, "io/%s", cases[k].name);
-            return check_report(name);
-        }
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
+    return tl_main("io", cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1068,49 +1068,30 @@ static void t_list_reuse(void)
     tl_set_free(&small);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
-    {"negative_coords", t_negative_coords},
-    {"coords_1e6", t_coords_1e6},
-    {"coords_1e12", t_coords_1e12},
-    {"cell_coords_64bit", t_cell_coords_64bit},
-    {"cell_coords_too_large", t_cell_coords_too_large},
-    {"hash_table_sizes", t_hash_table_sizes},
-    {"one_cell", t_one_cell},
-    {"coincident_500", t_coincident_500},
-    {"signed_zero", t_signed_zero},
-    {"zero_radii", t_zero_radii},
-    {"radii_100_to_1", t_radii_100_to_1},
-    {"exactly_touching", t_exactly_touching},
-    {"extreme_values", t_extreme_values},
-    {"n_0_and_1", t_n_0_and_1},
-    {"invalid_input", t_invalid_input},
-    {"too_many_particles", t_too_many_particles},
-    {"grid_dense_memory_cap", t_grid_dense_memory_cap},
-    {"max_contacts", t_max_contacts},
-    {"reference_predicate", t_reference_predicate},
-    {"list_reuse", t_list_reuse},
+static const tl_case cases[] = {
+    {"negative_coords", .run = t_negative_coords},
+    {"coords_1e6", .run = t_coords_1e6},
+    {"coords_1e12", .run = t_coords_1e12},
+    {"cell_coords_64bit", .run = t_cell_coords_64bit},
+    {"cell_coords_too_large", .run = t_cell_coords_too_large},
+    {"hash_table_sizes", .run = t_hash_table_sizes},
+    {"one_cell", .run = t_one_cell},
+    {"coincident_500", .run = t_coincident_500},
+    {"signed_zero", .run = t_signed_zero},
+    {"zero_radii", .run = t_zero_radii},
+    {"radii_100_to_1", .run = t_radii_100_to_1},
+    {"exactly_touching", .run = t_exactly_touching},
+    {"extreme_values", .run = t_extreme_values},
+    {"n_0_and_1", .run = t_n_0_and_1},
+    {"invalid_input", .run = t_invalid_input},
+    {"too_many_particles", .run = t_too_many_particles},
+    {"grid_dense_memory_cap", .run = t_grid_dense_memory_cap},
+    {"max_contacts", .run = t_max_contacts},
+    {"reference_predicate", .run = t_reference_predicate},
+    {"list_reuse", .run = t_list_reuse},
 };
 
 int main(int argc, char **argv)
 {
-    size_t ncases = sizeof cases / sizeof cases[0];
-    if (argc != 2) {
-        for (size_t i = 0; i < ncases; i++)
-            printf("%s\n", cases[i].name);
-        return argc == 1 ? 0 : 2;
-    }
-    for (size_t i = 0; i < ncases; i++)
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            REQUIRE(ns_kernel_count() >= 1);
-            cases[i].fn();
-            char name[120];
-            snprintf(name, sizeof name, "pitfall/%s (%zu kernels)", cases[i].name,
-                     ns_kernel_count());
-            return check_report(name);
-        }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return tl_main("pitfall", cases, sizeof cases / sizeof cases[0], argc, argv);
 }

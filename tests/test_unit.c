@@ -1019,45 +1019,28 @@ static void t_testlib_selftest(int argc, char **argv)
     ns_contact_list_free(&b);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(int argc, char **argv);
-} cases[] = {
-    {"status_str", t_status_str},
-    {"kernel_table", t_kernel_table},
-    {"workload_table", t_workload_table},
-    {"workload_determinism", t_workload_determinism},
-    {"workload_sanity", t_workload_sanity},
-    {"uniform_density", t_uniform_density},
-    {"config_default", t_config_default},
-    {"null_arguments", t_null_arguments},
-    {"index_api", t_index_api},
-    {"index_info", t_index_info},
-    {"contact_list_sort", t_contact_list_sort},
-    {"contact_list_reserve", t_contact_list_reserve},
-    {"reserve_huge", t_reserve_huge},
-    {"huge_settings", t_huge_settings},
-    {"explicit_threads", t_explicit_threads},
-    {"bad_threads", t_bad_threads},
-    {"concurrent_searches", t_concurrent_searches},
-    {"testlib_selftest", t_testlib_selftest},
+static const tl_case cases[] = {
+    {"status_str", .run_args = t_status_str},
+    {"kernel_table", .run_args = t_kernel_table},
+    {"workload_table", .run_args = t_workload_table},
+    {"workload_determinism", .run_args = t_workload_determinism},
+    {"workload_sanity", .run_args = t_workload_sanity},
+    {"uniform_density", .run_args = t_uniform_density},
+    {"config_default", .run_args = t_config_default},
+    {"null_arguments", .run_args = t_null_arguments},
+    {"index_api", .run_args = t_index_api},
+    {"index_info", .run_args = t_index_info},
+    {"contact_list_sort", .run_args = t_contact_list_sort},
+    {"contact_list_reserve", .run_args = t_contact_list_reserve},
+    {"reserve_huge", .run_args = t_reserve_huge},
+    {"huge_settings", .run_args = t_huge_settings},
+    {"explicit_threads", .run_args = t_explicit_threads},
+    {"bad_threads", .run_args = t_bad_threads},
+    {"concurrent_searches", .run_args = t_concurrent_searches},
+    {"testlib_selftest", .run_args = t_testlib_selftest},
 };
 
 int main(int argc, char **argv)
 {
-    size_t ncases = sizeof cases / sizeof cases[0];
-    if (argc < 2) {
-        for (size_t i = 0; i < ncases; i++)
-            printf("%s\n", cases[i].name);
-        return 0;
-    }
-    for (size_t i = 0; i < ncases; i++)
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].fn(argc - 2, argv + 2);
-            char name[120];
-            snprintf(name, sizeof name, "unit/%s", cases[i].name);
-            return check_report(name);
-        }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return tl_main("unit", cases, sizeof cases / sizeof cases[0], argc, argv);
 }

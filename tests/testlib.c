@@ -405,3 +405,29 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
         }
     }
 }
+
+int tl_main(const char *suite, const tl_case *cases, size_t ncases, int argc, char **argv)
+{
+    if (argc < 2) {
+        for (size_t i = 0; i < ncases; i++)
+            printf("%s\n", cases[i].name);
+        return argc == 1 ? 0 : 2;
+    }
+    for (size_t i = 0; i < ncases; i++) {
+        if (strcmp(argv[1], cases[i].name) != 0)
+            continue;
+        if (cases[i].run_args)
+            cases[i].run_args(argc - 2, argv + 2);
+        else if (argc == 2)
+            cases[i].run();
+        else
+            break;
+        char name[200];
+        snprintf(name, sizeof name, "%s/%s%s%s", suite, cases[i].name, argc > 2 ? " " : "",
+                 argc > 2 ? argv[2] : "");
+        return check_report(name);
+    }
+    fprintf(stderr, "%s: unknown case or arguments: %s (run without arguments for the list)\n",
+            suite, argv[1]);
+    return 2;
+}

@@ -85,4 +85,13 @@ void tl_reference(const ns_particles *p, ns_contact_list *out);
  * checked exactly between kernels by tl_lists_equal). */
 void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got, const char *what);
 
+/* A test program's cases, one ctest each: `prog CASE [ARGS...]` runs one
+ * case and reports it as SUITE/CASE; `prog` alone lists the cases. */
+typedef struct tl_case {
+    const char *name;
+    void (*run)(void);                       /* a case without arguments, or */
+    void (*run_args)(int argc, char **argv); /* one that takes them */
+} tl_case;
+int tl_main(const char *suite, const tl_case *cases, size_t ncases, int argc, char **argv);
+
 #endif /* NS_TESTLIB_H */

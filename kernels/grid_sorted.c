@@ -588,8 +588,9 @@ static inline uint32_t count_gathered(const scratch *sc, const view *v, uint32_t
 }
 
 /* Contacts found but not yet written: for each, the caller's indices a, b
- * of the two particles, x_b - x_a (likewise y, z) and the sum of radii; then
- * their values, computed in one vectorised loop. */
+ * of the two particles, x_b - x_a (likewise y, z) and, for per-particle
+ * radii, the sum of radii; then their values, computed in one vectorised
+ * loop. */
 enum { PAIRS = 2048 };
 typedef struct found {
     uint32_t a[PAIRS + 16], b[PAIRS + 16];
@@ -597,18 +598,71 @@ typedef struct found {
     uint32_t count;
 } found;
 
+#if defined(__AVX512F__)
+/* Contacts from their fields in separate arrays, 16 at a time (6 x 64
+ * bytes): the fields paired into 64-bit lanes (i j, overlap nx, ny nz),
+ * then three lanes per contact. The compiler would store them one field at
+ * a time. */
+static inline void interleave8(ns_contact *out, __m512i ij, __m512i on, __m512i yz)
+{
+    const __m512i a0 = _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10),
+                  b0 = _mm512_setr_epi64(0, 0, 0, 0, 0, 1, 0, 0);
+    const __m512i a1 = _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5),
+                  b1 = _mm512_setr_epi64(2, 0, 0, 3, 0, 0, 4, 0);
+    const __m512i a2 = _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0),
+                  b2 = _mm512_setr_epi64(0, 5, 0, 0, 6, 0, 0, 7);
+    __m512i *to = (__m512i *)(void *)out;
+    _mm512_storeu_si512(
+        to, _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(ij, a0, on), 0x24, b0, yz));
+    _mm512_storeu_si512(
+        to + 1, _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(ij, a1, on), 0x49, b1, yz));
+    _mm512_storeu_si512(
+        to + 2, _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(ij, a2, on), 0x92, b2, yz));
+}
+
+static inline void store16(ns_contact *out, const found *fd, uint32_t t)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512i i = _mm512_loadu_si512(fd->a + t), j = _mm512_loadu_si512(fd->b + t);
+    __m512i o = _mm512_loadu_si512(fd->s + t), x = _mm512_loadu_si512(fd->dx + t);
+    __m512i y = _mm512_loadu_si512(fd->dy + t), z = _mm512_loadu_si512(fd->dz + t);
+    interleave8(out, _mm512_permutex2var_epi32(i, lo, j), _mm512_permutex2var_epi32(o, lo, x),
+                _mm512_permutex2var_epi32(y, lo, z));
+    interleave8(out + 8, _mm512_permutex2var_epi32(i, hi, j), _mm512_permutex2var_epi32(o, hi, x),
+                _mm512_permutex2var_epi32(y, hi, z));
+}
+#endif
+
 /* Computes the found contacts, numbered and oriented in the caller's order
  * (i < j, dx = x_j - x_i: negating x_b - x_a is exact), and writes them. */
-static ns_contact *flush(found *fd, ns_contact *out)
+static ns_contact *flush(found *fd, const view *v, ns_contact *out)
 {
     uint32_t m = fd->count;
+    float su = v->ru + v->ru;
+    bool uniform = !v->r;
     for (uint32_t t = 0; t < m; t++) {
         uint32_t a = fd->a[t], b = fd->b[t];
         float dx = fd->dx[t], dy = fd->dy[t], dz = fd->dz[t];
         bool swap = a > b;
+        ns_contact c;
         ns__contact_fill(swap ? b : a, swap ? a : b, swap ? -dx : dx, swap ? -dy : dy,
-                         swap ? -dz : dz, ns__distance2(dx, dy, dz), fd->s[t], out + t);
+                         swap ? -dz : dz, ns__distance2(dx, dy, dz), uniform ? su : fd->s[t], &c);
+#if defined(__AVX512F__)
+        /* the fields, in place, for store16() */
+        fd->a[t] = c.i, fd->b[t] = c.j, fd->s[t] = c.overlap;
+        fd->dx[t] = c.nx, fd->dy[t] = c.ny, fd->dz[t] = c.nz;
     }
+    uint32_t t = 0;
+    for (; t + 16 <= m; t += 16)
+        store16(out + t, fd, t);
+    for (; t < m; t++)
+        out[t] = (ns_contact){fd->a[t], fd->b[t], fd->s[t], fd->dx[t], fd->dy[t], fd->dz[t]};
+#else
+        out[t] = c;
+    }
+#endif
     fd->count = 0;
     return out + m;
 }
@@ -622,7 +676,7 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
 #if defined(__AVX512F__)
     {
         if (fd->count + padded > PAIRS)
-            out = flush(fd, out);
+            out = flush(fd, v, out);
         uint32_t f = fd->count;
         __m512 PX = _mm512_set1_ps(px), PY = _mm512_set1_ps(py), PZ = _mm512_set1_ps(pz);
         __m512 PR = _mm512_set1_ps(v->r ? sc->r[q] : v->ru), RU = _mm512_set1_ps(v->ru);
@@ -643,7 +697,8 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
             _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
             _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
-            _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
+            if (v->r)
+                _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
             _mm512_storeu_si512(fd->b + f,
                                 _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
             _mm512_storeu_si512(fd->a + f, A);
@@ -667,7 +722,7 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
                      (k > q);
     }
     if (fd->count + padded > PAIRS)
-        out = flush(fd, out);
+        out = flush(fd, v, out);
     /* compaction without branches: every candidate is written, and kept
      * only when it touches */
     uint16_t *at = sc->at;
@@ -677,7 +732,7 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
         n += hit[k];
     }
     uint32_t a = sc->id[q], f = fd->count;
-    float pr = v->r ? sc->r[q] : v->ru;
+    float pr = v->r ? sc->r[q] : 0.0f;
     for (uint32_t t = 0; t < n; t++, f++) {
         uint32_t k = at[t];
         fd->a[f] = a;
@@ -685,7 +740,8 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
         fd->dx[f] = sc->x[k] - px;
         fd->dy[f] = sc->y[k] - py;
         fd->dz[f] = sc->z[k] - pz;
-        fd->s[f] = pr + (v->r ? sc->r[k] : v->ru);
+        if (v->r)
+            fd->s[f] = pr + sc->r[k];
     }
     fd->count = f;
     return out;
@@ -708,7 +764,7 @@ static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, s
                 hits += count_gathered(sc, v, q);
         }
         if (*out)
-            *out = flush(fd, *out);
+            *out = flush(fd, v, *out);
         *tested += (size_t)sc->own * sc->padded;
         return hits;
     }

@@ -47,7 +47,7 @@ die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 jq gnuplot-nox)
 COMPARE_PACKAGES=(python3 python3-scipy python3-numpy libbenchmark-tools)
-FIGURES=(scaling per_particle doubling speedup breakdown workloads)
+FIGURES=(scaling per_particle doubling speedup breakdown workloads bound)
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.

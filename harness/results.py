@@ -107,7 +107,16 @@ class Results:
         return max((c.threads for c in self.configs.values()), default=1)
 
 
-KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel"]
+KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel", "grid_sorted",
+           "bound"]
+BOUND = "bound"  # not a kernel: grid_sorted's binning + a contact count, the floor
+
+
+def bound_multiple(results, c):
+    """c's median as a multiple of the bound configuration's at the same workload,
+    n and threads (the 1-thread bound for serial kernels); None without one."""
+    b = results.configs.get((BOUND, c.workload, c.n, c.threads))
+    return c.median / b.median if b and b.median and c.median else None
 
 
 def kernel_order(k):
@@ -160,11 +169,13 @@ def summary(results, markdown=False):
            f"{' (modified)' if results.context.get('git_modified') == 'true' else ''}; "
            f"OMP_WAIT_POLICY={results.context.get('OMP_WAIT_POLICY', '?')}.",
            "Times are medians of the repetitions; exponent k of time ~ n^k is fitted on "
-           f"uniform, n >= {FIT_MIN_N}; speed-up is over naive (1 thread) at the same n."]
+           f"uniform, n >= {FIT_MIN_N}; speed-up is over naive (1 thread) at the same n; "
+           "x bound is the time as a multiple of the bound configuration's (grid_sorted's "
+           "binning plus a vectorised contact count, no output) at the same n and threads."]
     for w in results.workloads():
         out.append(f"\n{'## ' if markdown else ''}{w}\n")
         rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "contacts/s",
-                 "exponent k", "speed-up vs naive", "verdict"]]
+                 "exponent k", "speed-up vs naive", "x bound", "verdict"]]
         for kernel, threads in results.lines(w):
             all_rows = [c for c in results.configs.values()
                         if c.workload == w and c.kernel == kernel and c.threads == threads]
@@ -181,7 +192,7 @@ def summary(results, markdown=False):
             rows.append([kernel, threads, c.n, fmt(c.median),
                          fmt(c.counters.get("ns_per_particle")),
                          fmt(c.counters.get("contacts_per_s"), ".3g"), fmt(k, ".3f"), speedup,
-                         verdict])
+                         fmt(bound_multiple(results, c), ".2f"), verdict])
         out.append(table(rows, markdown))
     noisy = sorted((c.name, c.cv) for c in results.configs.values() if c.cv and c.cv > 0.05)
     if noisy:
@@ -281,6 +292,16 @@ def plotdata(all_results, out):
         blocks.append((line_name(kernel, threads, r),
                        [(n, times[2 * n] / times[n]) for n in sorted(times) if 2 * n in times]))
     meta["blocks"]["doubling"] = write_blocks(os.path.join(out, "doubling.dat"), blocks)
+
+    # bound: n, time / bound's time at the same n and threads, every kernel line on
+    # uniform (the summary has the other workloads)
+    blocks = []
+    for kernel, threads in lines:
+        rows = [(c.n, bound_multiple(r, c)) for c in r.series("uniform", kernel, threads)]
+        rows = [x for x in rows if x[1] is not None]
+        if kernel != BOUND and rows:
+            blocks.append((line_name(kernel, threads, r), rows))
+    meta["blocks"]["bound"] = write_blocks(os.path.join(out, "bound.dat"), blocks)
 
     # speedup: n, t(1 thread) / t(T threads), parallel kernels on uniform
     blocks = []

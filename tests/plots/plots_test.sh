@@ -39,14 +39,14 @@ import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 assert root.tag.endswith("svg"), root.tag
 assert sum(1 for e in root.iter() if e.tag.endswith(("path", "polyline", "line", "rect"))) > 10
-assert any((e.text or "").strip() for e in root.iter() if e.tag.endswith("text")), "no text"
+assert any("".join(e.itertext()).strip() for e in root.iter() if e.tag.endswith("text")), "no text"
 PY
 }
 
 case $case in
 figures)
     "$root/run_all.sh" --plots "$data/a.json" "$data/b.json" --out "$scratch/figures"
-    for f in scaling per_particle doubling speedup breakdown workloads machines; do
+    for f in scaling per_particle doubling speedup breakdown workloads bound machines; do
         check_png "$scratch/figures/$f.png"
         check_svg "$scratch/figures/$f.svg"
     done
@@ -56,7 +56,7 @@ figures)
 single)
     # one file: the six single-machine figures, no machines figure
     "$root/run_all.sh" --plots "$data/a.json" --out "$scratch/figures"
-    for f in scaling per_particle doubling speedup breakdown workloads; do
+    for f in scaling per_particle doubling speedup breakdown workloads bound; do
         check_png "$scratch/figures/$f.png"
     done
     [ ! -e "$scratch/figures/machines.png" ] || fail "machines.png drawn from one file"

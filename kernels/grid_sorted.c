@@ -747,8 +747,9 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
     return out;
 }
 
-/* The contacts of cell c, counted (out NULL) or written from out on;
- * *tested += the pairs it tested. */
+/* The contacts of cell c, counted (out NULL) or written from out on (some
+ * perhaps still pending in fd: flush() writes them); *tested += the pairs it
+ * tested. */
 static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, size_t c,
                             scratch *sc, found *fd, ns_contact **out, size_t *tested)
 {
@@ -763,12 +764,12 @@ static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, s
             else
                 hits += count_gathered(sc, v, q);
         }
-        if (*out)
-            *out = flush(fd, v, *out);
         *tested += (size_t)sc->own * sc->padded;
         return hits;
     }
-    /* crowded: run by run */
+    /* crowded: run by run, after what is pending */
+    if (*out)
+        *out = flush(fd, v, *out);
     for (uint32_t p = first; p < last; p++) {
         if (*out) {
             *out = write_run(v, p, p + 1, r.own_end, *out);
@@ -799,7 +800,8 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum)
     {
         scratch sc;
-        found fd = {.count = 0};
+        found fd;
+        fd.count = 0;
 #pragma omp for schedule(dynamic, 1)
         for (long long blk = 0; blk < blocks; blk++) {
             size_t c0 = (size_t)blk * BLOCK, c1 = c0 + BLOCK < cells ? c0 + BLOCK : cells;
@@ -808,7 +810,9 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
             for (size_t c = c0; c < c1; c++)
                 if (v.start[c] < v.start[c + 1])
                     hits += cell_contacts(s, &v, f, c, &sc, &fd, &out, &tested);
-            if (!items)
+            if (items)
+                flush(&fd, &v, out);
+            else
                 total[blk] = hits;
             sum += items ? tested : hits;
         }

@@ -11,7 +11,7 @@ set logscale xy
 set format x "10^{%L}"
 set yrange [0.8:*]
 set arrow from graph 0, first 3 to graph 1, first 3 nohead ls 100
-set label "3x" at graph 0.98, first 3.4 right
+set label "3x" at graph 0.45, first 3.5
 if (blocks_bound == 0) {
     set label 2 "no bound configuration in these results" at graph 0.5, graph 0.5 center
     set yrange [1:10]

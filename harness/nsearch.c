@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static bool commit_output(output *o)
 /* Options */
 
 typedef struct option {
-    const char *name;  /* "--kernel" */
+    const char *name; /* "--kernel" */
     bool has_value;
     const char *value; /* set when given; "" for flags */
 } option;
@@ -241,7 +242,8 @@ static const char gen_help[] =
 
 static const char pairs_help[] =
     "Usage: nsearch pairs --kernel NAME --input FILE [--radius R] [--threads T]\n"
-    "                     [--table-size M] [--output FILE] [--format csv|bin] [--check] [--stats]\n"
+    "                     [--table-size M] [--max-contacts C] [--output FILE]\n"
+    "                     [--format csv|bin] [--check] [--stats]\n"
     "Reads particles, finds every contact with a kernel, writes the contacts.\n"
     "\n"
     "  --kernel NAME     the kernel (see 'nsearch kernels')\n"
@@ -254,6 +256,10 @@ static const char pairs_help[] =
     "                    OMP_NUM_THREADS)\n"
     "  --table-size M    buckets of the hash kernels' table (M >= 1; default 2n); accepted\n"
     "                    and ignored by the other kernels\n"
+    "  --max-contacts C  stop with exit 1 when there are more than C contacts (C >= 1;\n"
+    "                    default: a quarter of the machine's memory in contacts of 24 bytes,\n"
+    "                    at most 2^31); kernels that count first (grid_sorted) stop before\n"
+    "                    writing any\n"
     "  --output FILE     write to FILE (replaced only when complete) instead of standard output\n"
     "  --format csv|bin  csv (default): the line i,j,overlap,nx,ny,nz then one contact per\n"
     "                    line, i<j, sorted by i then j, numbers as %.9g. bin: little-endian,\n"
@@ -278,7 +284,9 @@ static void list_workloads(void)
 
 static int cmd_gen(int argc, char **argv)
 {
-    option opts[] = {{"--workload", true, NULL}, {"--n", true, NULL}, {"--seed", true, NULL},
+    option opts[] = {{"--workload", true, NULL},
+                     {"--n", true, NULL},
+                     {"--seed", true, NULL},
                      {"--output", true, NULL}};
     parse_options(argc, argv, opts, 4, gen_help);
     if (!opts[0].value || !opts[1].value)
@@ -356,8 +364,8 @@ static double now_ms(void)
 /* Runs a kernel; on failure says why (with the particle's line) and returns
  * the exit status, else 0. */
 static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
-                   ns_contact_list *contacts, const char *path, const char *text, size_t len,
-                   double *build_ms, double *query_ms, size_t *index_bytes)
+                  ns_contact_list *contacts, const char *path, const char *text, size_t len,
+                  double *build_ms, double *query_ms, size_t *index_bytes)
 {
     ns_error err;
     ns_index *index;
@@ -378,7 +386,8 @@ static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cf
         return 0;
     }
     ns_index_destroy(index);
-    size_t line = err.particle != NS_NO_PARTICLE ? ns_particle_file_line(text, len, err.particle) : 0;
+    size_t line =
+        err.particle != NS_NO_PARTICLE ? ns_particle_file_line(text, len, err.particle) : 0;
     char where[64] = "";
     if (line)
         snprintf(where, sizeof where, ":%zu", line);
@@ -393,7 +402,8 @@ static void print_contact(const char *label, const ns_contact *c)
 }
 
 /* --check: exact comparison of sorted lists; prints VALID or INVALID. */
-static bool same_contacts(const char *kernel, const ns_contact_list *ref, const ns_contact_list *got)
+static bool same_contacts(const char *kernel, const ns_contact_list *ref,
+                          const ns_contact_list *got)
 {
     size_t shown = 0, differ = 0;
     size_t a = 0, b = 0;
@@ -427,12 +437,24 @@ static bool same_contacts(const char *kernel, const ns_contact_list *ref, const 
 
 static int cmd_pairs(int argc, char **argv)
 {
-    enum { KERNEL, INPUT, RADIUS, THREADS, TABLE, OUTPUT, FORMAT, CHECK, STATS, NOPTS };
-    option opts[NOPTS] = {{"--kernel", true, NULL},  {"--input", true, NULL},
-                          {"--radius", true, NULL},  {"--threads", true, NULL},
-                          {"--table-size", true, NULL}, {"--output", true, NULL},
-                          {"--format", true, NULL},  {"--check", false, NULL},
-                          {"--stats", false, NULL}};
+    enum {
+        KERNEL,
+        INPUT,
+        RADIUS,
+        THREADS,
+        TABLE,
+        MAX_CONTACTS,
+        OUTPUT,
+        FORMAT,
+        CHECK,
+        STATS,
+        NOPTS
+    };
+    option opts[NOPTS] = {{"--kernel", true, NULL},     {"--input", true, NULL},
+                          {"--radius", true, NULL},     {"--threads", true, NULL},
+                          {"--table-size", true, NULL}, {"--max-contacts", true, NULL},
+                          {"--output", true, NULL},     {"--format", true, NULL},
+                          {"--check", false, NULL},     {"--stats", false, NULL}};
     parse_options(argc, argv, opts, NOPTS, pairs_help);
     if (!opts[KERNEL].value || !opts[INPUT].value)
         usage_error("%s is required", opts[KERNEL].value ? "--input" : "--kernel");
@@ -444,6 +466,9 @@ static int cmd_pairs(int argc, char **argv)
     }
     if (opts[TABLE].value)
         cfg.table_size = (size_t)parse_count("--table-size", opts[TABLE].value, 1, UINT32_MAX);
+    if (opts[MAX_CONTACTS].value)
+        cfg.max_contacts =
+            (size_t)parse_count("--max-contacts", opts[MAX_CONTACTS].value, 1, NS_MAX_CONTACTS);
     ns_format format = NS_FORMAT_CSV;
     if (opts[FORMAT].value && strcmp(opts[FORMAT].value, "bin") == 0)
         format = NS_FORMAT_BIN;
@@ -543,8 +568,48 @@ done:
     return rc;
 }
 
+/* Fault injection for the tests (tests/cli): NSEARCH_FAIL_ALLOC=K makes the
+ * library's K-th allocation and every later one fail, as on a machine out
+ * of memory; the tool must then exit 1 with a message and leave no file. */
+static atomic_long alloc_calls;
+static long alloc_fail_at;
+
+static bool alloc_fails(void)
+{
+    return alloc_fail_at > 0 && atomic_fetch_add(&alloc_calls, 1) + 1 >= alloc_fail_at;
+}
+
+static void *failing_malloc(size_t size, void *ctx)
+{
+    (void)ctx;
+    return alloc_fails() ? NULL : malloc(size);
+}
+
+static void *failing_realloc(void *ptr, size_t size, void *ctx)
+{
+    (void)ctx;
+    return alloc_fails() ? NULL : realloc(ptr, size);
+}
+
+static void plain_free(void *ptr, void *ctx)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static void install_fault_injection(void)
+{
+    const char *k = getenv("NSEARCH_FAIL_ALLOC");
+    if (!k || !*k)
+        return;
+    alloc_fail_at = strtol(k, NULL, 10);
+    static const ns_allocator hooks = {failing_malloc, failing_realloc, plain_free, NULL};
+    ns_set_allocator(&hooks);
+}
+
 int main(int argc, char **argv)
 {
+    install_fault_injection(); /* before any other library call */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);

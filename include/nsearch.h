@@ -123,11 +123,17 @@ typedef struct ns_config {
     int threads;           /* parallel kernels: 0 = OpenMP's default */
     size_t table_size;     /* hash kernels: buckets, 0 = a default from n (2n) */
     size_t grid_max_bytes; /* grid_dense cell storage cap, 0 = NS_DEFAULT_GRID_MAX_BYTES */
-    size_t max_contacts;   /* 0 = no limit beyond NS_MAX_CONTACTS */
+    size_t max_contacts;   /* more is NS_ERR_TOO_MANY_CONTACTS; 0 = ns_default_max_contacts() */
 } ns_config;
 
 /* The largest contact count any search returns (about 48 GiB of contacts). */
 #define NS_MAX_CONTACTS ((size_t)1 << 31)
+
+/* The limit when config.max_contacts is 0: the contacts of 24 bytes that fit
+ * in a quarter of the machine's physical memory, at most NS_MAX_CONTACTS (and
+ * NS_MAX_CONTACTS where the memory size is unknown). So n coincident
+ * particles fail with NS_ERR_TOO_MANY_CONTACTS rather than exhaust memory. */
+size_t ns_default_max_contacts(void);
 
 ns_config ns_config_default(void);
 

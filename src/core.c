@@ -1,10 +1,14 @@
 /* core.c - statuses and errors, allocation hooks, input validation,
  * configuration and the contact list. */
+/* sysconf(_SC_PHYS_PAGES) for the default contact limit */
+#define _DEFAULT_SOURCE
+
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Statuses and errors */
 
@@ -38,8 +42,7 @@ ns_status ns__fail(ns_error *err, ns_status status, size_t particle, const char 
 
 ns_status ns__fail_oom(ns_error *err, const char *what)
 {
-    return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE, "out of memory allocating %s",
-                    what);
+    return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE, "out of memory allocating %s", what);
 }
 
 void ns__ok(ns_error *err)
@@ -154,8 +157,8 @@ ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
                 return ns__fail(err, NS_ERR_INVALID_INPUT, i,
                                 "particle %zu: radius %g is not finite", i, (double)r);
             if (r < 0.0f)
-                return ns__fail(err, NS_ERR_INVALID_INPUT, i,
-                                "particle %zu: radius %g is negative", i, (double)r);
+                return ns__fail(err, NS_ERR_INVALID_INPUT, i, "particle %zu: radius %g is negative",
+                                i, (double)r);
         }
     }
     ns__ok(err);
@@ -163,6 +166,19 @@ ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
 }
 
 /* Configuration */
+
+size_t ns_default_max_contacts(void)
+{
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+        double contacts = (double)pages * (double)page / 4.0 / (double)sizeof(ns_contact);
+        if (contacts < (double)NS_MAX_CONTACTS)
+            return contacts < 1.0 ? 1 : (size_t)contacts;
+    }
+#endif
+    return NS_MAX_CONTACTS;
+}
 
 ns_config ns_config_default(void)
 {
@@ -192,8 +208,8 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
     if (wanted <= list->capacity)
         return NS_OK;
     if (wanted > SIZE_MAX / sizeof(ns_contact))
-        return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE,
-                        "%zu contacts do not fit in memory", wanted);
+        return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE, "%zu contacts do not fit in memory",
+                        wanted);
     ns_contact *items = ns__realloc(list->items, wanted * sizeof(ns_contact));
     if (!items)
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,

@@ -156,8 +156,9 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
         index->kernel->parallel ? (c->threads > 0 ? c->threads : omp_get_max_threads()) : 1;
     in->table_size = c->table_size > 0 ? c->table_size : default_table_size(p->n);
     in->grid_max_bytes = c->grid_max_bytes;
-    in->max_contacts = c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS ? c->max_contacts
-                                                                                : NS_MAX_CONTACTS;
+    in->max_contacts = c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS
+                           ? c->max_contacts
+                           : ns_default_max_contacts();
 
     if (!scan_particles(in) ||
         (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f)))

@@ -1,7 +1,7 @@
 /* test_alloc.c - allocation failures: every failure is NS_ERR_OUT_OF_MEMORY
  * and leaks nothing.
  *
- * usage: test_alloc KERNEL
+ * usage: test_alloc KERNEL | test_alloc io
  *
  * Installs an allocator (ns_set_allocator) that fails on the k-th
  * malloc/realloc call of a run (mode "once"), or on the k-th and every later
@@ -10,7 +10,9 @@
  * ns_find_contacts and through create/build/query/destroy. A run either
  * succeeds with the right contacts or returns NS_ERR_OUT_OF_MEMORY, and once
  * its index and contact list are freed no block is still allocated. The
- * allocator is thread-safe: parallel kernels allocate inside OpenMP regions. */
+ * allocator is thread-safe: parallel kernels allocate inside OpenMP regions.
+ * `test_alloc io` does the same for the particle-file reader and the
+ * particle and contact writers (CSV and binary). */
 #include "testlib.h"
 
 #include <stdatomic.h>
@@ -99,14 +101,121 @@ static ns_status search(const ns_kernel *K, const ns_particles *p, const ns_conf
     return st;
 }
 
+/* One reader or writer call of the io sweep. */
+typedef struct io_case {
+    const char *name;
+    ns_status (*run)(const char *text, size_t len, const ns_contact_list *contacts, ns_error *err);
+} io_case;
+
+static ns_status io_parse(const char *text, size_t len, const ns_contact_list *contacts,
+                          ns_error *err)
+{
+    (void)contacts;
+    ns_particle_file f;
+    ns_status st = ns_particle_file_parse(text, len, &f, err);
+    if (st == NS_OK) {
+        CHECK_EQ_U(f.n, 3000);
+        ns_particle_file_free(&f);
+    }
+    return st;
+}
+
+static ns_status io_write(const ns_contact_list *contacts, int what, ns_error *err)
+{
+    FILE *out = tmpfile();
+    REQUIRE(out != NULL);
+    ns_status st;
+    if (what == 2) {
+        float pos[6] = {0, 0, 0, 1, 2, 3}, rad[2] = {1, 2};
+        ns_particles p = {2, pos, rad, 0.0f};
+        st = ns_particles_write(out, &p, err);
+    } else {
+        st = ns_contacts_write(out, contacts, what ? NS_FORMAT_BIN : NS_FORMAT_CSV, err);
+    }
+    fclose(out);
+    return st;
+}
+
+static ns_status io_csv(const char *t, size_t l, const ns_contact_list *c, ns_error *e)
+{
+    (void)t, (void)l;
+    return io_write(c, 0, e);
+}
+static ns_status io_bin(const char *t, size_t l, const ns_contact_list *c, ns_error *e)
+{
+    (void)t, (void)l;
+    return io_write(c, 1, e);
+}
+static ns_status io_particles(const char *t, size_t l, const ns_contact_list *c, ns_error *e)
+{
+    (void)t, (void)l;
+    return io_write(c, 2, e);
+}
+
+/* The reader and the writers, each with its k-th allocation failing. */
+static int io_sweep(void)
+{
+    enum { N = 3000 };
+    char *text = malloc((size_t)N * 64);
+    REQUIRE(text != NULL);
+    size_t len = 0;
+    len += (size_t)sprintf(text, "x,y,z,r\n");
+    for (int i = 0; i < N; i++)
+        len += (size_t)sprintf(text + len, "%d.5,%d.25,-%d,0.%d\n", i, i % 7, i % 13, 1 + i % 9);
+    ns_contact *items = malloc(50000 * sizeof(ns_contact));
+    REQUIRE(items != NULL);
+    for (uint32_t k = 0; k < 50000; k++)
+        items[k] = (ns_contact){k, k + 1, 0.125f * (float)(k % 8), 1.0f, 0.0f, -0.0f};
+    ns_contact_list contacts = {items, 50000, 50000};
+    static const io_case cases[] = {{"parse", io_parse},
+                                    {"write csv", io_csv},
+                                    {"write bin", io_bin},
+                                    {"write particles", io_particles}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int mode = 0; mode < 2; mode++) {
+            long k;
+            size_t failed = 0;
+            for (k = 1; k <= MAX_K; k++) {
+                check_set_context("io %s, failing allocation %ld (%s)", cases[c].name, k,
+                                  mode == MODE_FROM ? "and later" : "only");
+                ns_error err;
+                memset(&err, 0, sizeof err);
+                arm(k, mode);
+                ns_status st = cases[c].run(text, len, &contacts, &err);
+                disarm();
+                long inj = atomic_load(&injected);
+                if (st != NS_OK) {
+                    failed++;
+                    CHECK_STATUS(st, NS_ERR_OUT_OF_MEMORY, &err);
+                    CHECK(err.message[0] != '\0');
+                    CHECK(inj > 0);
+                }
+                CHECK_MSG(atomic_load(&live) == 0, "%ld block(s) leaked", atomic_load(&live));
+                atomic_store(&live, 0);
+                if (st == NS_OK && inj == 0)
+                    break;
+            }
+            check_set_context("io %s", cases[c].name);
+            CHECK_MSG(k <= MAX_K, "no successful run within %d failing calls", MAX_K);
+            printf("io %-16s %-10s: %zu runs failed cleanly\n", cases[c].name,
+                   mode == MODE_FROM ? "from k on" : "only k", failed);
+        }
+    CHECK_EQ_I(atomic_load(&bad_free), 0);
+    free(items);
+    free(text);
+    return check_report("alloc/io");
+}
+
 int main(int argc, char **argv)
 {
     static const ns_allocator hooks = {hook_malloc, hook_realloc, hook_free, NULL};
     ns_set_allocator(&hooks); /* before any other library call */
     if (argc != 2) {
-        fprintf(stderr, "usage: %s KERNEL\n", argv[0]);
+        fprintf(stderr, "usage: %s KERNEL | io\n", argv[0]);
         return 2;
     }
+    if (strcmp(argv[1], "io") == 0)
+        return io_sweep();
     const ns_kernel *K = tl_kernel(argv[1]);
     tl_set s;
     tl_generate(tl_workload("uniform"), 2000, 1, &s);

@@ -316,6 +316,12 @@ static void t_config_default(int argc, char **argv)
     CHECK_EQ_U(d.table_size, 0);
     CHECK_EQ_U(d.max_contacts, 0);
     CHECK(d.grid_max_bytes == 0 || d.grid_max_bytes == NS_DEFAULT_GRID_MAX_BYTES);
+    /* max_contacts 0 means a limit that fits in memory: 24-byte contacts in at
+     * most a quarter of it (here: at least a million, at most NS_MAX_CONTACTS) */
+    size_t limit = ns_default_max_contacts();
+    CHECK_CMP_U(limit, >=, 1000000);
+    CHECK_CMP_U(limit, <=, NS_MAX_CONTACTS);
+    CHECK_EQ_U(limit, ns_default_max_contacts());
 
     ns_config z;
     memset(&z, 0, sizeof z);

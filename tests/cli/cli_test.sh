@@ -723,6 +723,73 @@ case_too_large() {
     done
 }
 
+# --max-contacts: more contacts than C is exit 1 with a too-many-contacts
+# message and no output file, from every kernel; C equal to the count passes.
+case_max_contacts() {
+    load_kernels
+    gen uniform 2000 1 u.csv
+    ok ref pairs --kernel naive --input u.csv --output ref.csv
+    local n
+    n=$(contact_count ref.csv)
+    for k in "${KERNELS[@]}"; do
+        expect_fail 1 "" "" pairs --kernel "$k" --input u.csv --output out.csv --max-contacts $((n - 1))
+        message_matches 'too many contacts' "$k with --max-contacts $((n - 1))"
+        ok "max-$k" pairs --kernel "$k" --input u.csv --output "max-$k.csv" --max-contacts "$n"
+        same ref.csv "max-$k.csv" "$k with --max-contacts $n (exactly the count)"
+    done
+    expect_fail 2 "" "" pairs --kernel naive --input u.csv --max-contacts 0
+    expect_fail 2 "" "" pairs --kernel naive --input u.csv --max-contacts lots
+}
+
+# 100,000 coincident particles (5e9 contacts): grid_sorted counts first and
+# refuses within seconds without allocating the contacts (default limit).
+case_coincident_100k() {
+    python3 -c 'import sys; sys.stdout.write("x,y,z,r\n" + "1,2,3,0.5\n" * 100000)' >same.csv ||
+        { note "python3 missing: skipped"; exit 77; }
+    local start=$SECONDS
+    expect_fail 1 "" "" pairs --kernel grid_sorted --input same.csv --output out.csv
+    message_matches 'too many contacts' "grid_sorted on 100,000 coincident particles"
+    [ $((SECONDS - start)) -le 30 ] || fail "grid_sorted took $((SECONDS - start)) s to refuse"
+}
+
+# NSEARCH_FAIL_ALLOC=k: the library's k-th allocation (and every later one)
+# fails. For every k of a whole run (read, search, sort, write) the tool
+# exits 1 with an out-of-memory message, leaving out.csv as it was and no
+# temporary file; past the run's last allocation it succeeds.
+case_alloc_failures() {
+    load_kernels
+    gen uniform 300 1 u.csv
+    ok ref pairs --kernel naive --input u.csv --output ref.csv
+    local kernel fmt k
+    for kernel in naive grid_sorted hash_parallel; do
+        for fmt in csv bin; do
+            k=1
+            while [ $k -le 200 ]; do
+                [ -e out.csv ] || printf '%s\n' "$PRECIOUS" >out.csv
+                cp out.csv "$K/out.before"
+                ls_dir >"$K/dir.before"
+                run_env "alloc-$k" "NSEARCH_FAIL_ALLOC=$k" pairs --kernel "$kernel" --input u.csv \
+                    --output out.csv --format "$fmt"
+                if [ "$RC" -eq 0 ]; then
+                    note "$kernel $fmt: succeeds from k = $k on"
+                    printf '%s\n' "$PRECIOUS" >out.csv
+                    break
+                fi
+                [ "$RC" -eq 1 ] || fail "$kernel $fmt, allocation $k fails: exit $RC, want 1"
+                grep -Eiq 'memory' "$K/alloc-$k.err" ||
+                    fail "$kernel $fmt, allocation $k fails: no out-of-memory message: $(head -1 "$K/alloc-$k.err")"
+                cmp -s out.csv "$K/out.before" || fail "$kernel $fmt, allocation $k fails: out.csv modified"
+                ls_dir >"$K/dir.after"
+                cmp -s "$K/dir.before" "$K/dir.after" ||
+                    fail "$kernel $fmt, allocation $k fails: the directory changed"
+                k=$((k + 1))
+            done
+            [ $k -gt 1 ] || fail "$kernel $fmt: no allocation failed (is NSEARCH_FAIL_ALLOC honoured?)"
+            [ $k -le 200 ] || fail "$kernel $fmt: still failing after 200 allocations"
+        done
+    done
+}
+
 # grid_dense on a huge sparse bounding box (1e4^3 cells of size 1 > 1 GiB): exit 1;
 # the other kernels succeed.
 case_grid_dense_cap() {

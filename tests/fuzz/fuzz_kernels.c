@@ -1,0 +1,191 @@
+/* fuzz_kernels - differential fuzzing of every kernel against naive.
+ *
+ * The input bytes decode into a particle set of up to 255 particles drawn
+ * from the values that break neighbour searches (small values, cell
+ * boundaries and their neighbouring floats, exact multiples of the cell,
+ * negative zero, huge magnitudes up to 1e30, subnormals, repeated points),
+ * radii from 0 to wide spreads, a thread count, a hash table size and a
+ * contact limit. Every kernel must then return exactly naive's sorted
+ * contacts, or naive's refusal with the same status and message;
+ * grid_dense may also refuse for its own memory cap. Anything else aborts.
+ * grid_sorted's ns_index_count must equal the number of contacts.
+ *
+ * Built with libFuzzer (preset fuzz) or, for ctest, with replay.c's main. */
+#include "nsearch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t left;
+} reader;
+
+static uint8_t byte(reader *r)
+{
+    if (!r->left)
+        return 0;
+    r->left--;
+    return *r->p++;
+}
+
+static uint32_t word(reader *r)
+{
+    uint32_t w = 0;
+    for (int k = 0; k < 4; k++)
+        w = w << 8 | byte(r);
+    return w;
+}
+
+static float from_bits(uint32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+/* The next float up (towards +inf) or down, for finite f. */
+static float step(float f, int up)
+{
+    uint32_t w;
+    memcpy(&w, &f, sizeof w);
+    if (f == 0.0f)
+        return up ? from_bits(1) : -from_bits(1);
+    bool negative = w >> 31;
+    w += (up != negative) ? 1 : -1u;
+    return from_bits(w);
+}
+
+/* One coordinate. cell is the interaction distance the radii make likely. */
+static float coordinate(reader *r, float cell, const float *previous)
+{
+    uint8_t kind = byte(r);
+    int8_t k = (int8_t)byte(r);
+    switch (kind % 9) {
+    case 0: /* small */ return (float)k * 0.125f;
+    case 1: /* an exact multiple of the cell */ return (float)k * cell;
+    case 2: /* one float either side of a cell boundary */
+        return step((float)k * cell, byte(r) & 1);
+    case 3: return -0.0f;
+    case 4: { /* huge, up to 1e30 */
+        static const float huge[] = {1e6f, 1e9f, 1e12f, 1e15f, 1e18f, 1e21f, 1e25f, 1e30f};
+        return (k < 0 ? -1.0f : 1.0f) * huge[(uint8_t)k % 8] * (1.0f + (float)(byte(r) % 16) / 16);
+    }
+    case 5: /* subnormal */ return (k < 0 ? -1.0f : 1.0f) * from_bits(1u + (word(r) & 0x7fffffu));
+    case 6: /* the previous particle's coordinate: duplicates and coincident points */
+        return previous ? *previous : 0.0f;
+    case 7: /* near a neighbour: the previous coordinate plus a fraction of the cell */
+        return (previous ? *previous : 0.0f) + (float)k / 64.0f * cell;
+    default: { /* any finite float */
+        float f = from_bits(word(r));
+        return isfinite(f) ? f : (float)k;
+    }
+    }
+}
+
+static float radius(reader *r, uint8_t mode)
+{
+    uint8_t b = byte(r);
+    switch (mode % 4) {
+    case 0: /* one size */ return 0.5f;
+    case 1: /* zero or small */ return b % 4 == 0 ? 0.0f : (float)(b % 16) / 16.0f;
+    case 2: /* spread over 1000:1 */ return 0.001f * (float)(1u << (b % 11));
+    default: /* any finite non-negative float */
+    {
+        float f = from_bits(word(r) & 0x7fffffffu);
+        return isfinite(f) ? f : 1.0f;
+    }
+    }
+}
+
+static void die(const char *what, const char *kernel, size_t n, const char *detail)
+{
+    fprintf(stderr, "fuzz_kernels: %s: kernel %s, n = %zu: %s\n", what, kernel, n, detail);
+    abort();
+}
+
+static bool same_contacts(const ns_contact_list *a, const ns_contact_list *b)
+{
+    return a->count == b->count &&
+           (a->count == 0 || memcmp(a->items, b->items, a->count * sizeof(ns_contact)) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    reader r = {data, size};
+    uint8_t settings = byte(&r), radius_mode = byte(&r), limit = byte(&r);
+    size_t n = byte(&r); /* up to 255 particles */
+    ns_config cfg = ns_config_default();
+    cfg.threads = 1 + settings % 4;
+    cfg.table_size = (settings >> 2) % 4 == 0 ? 0 : 1u + byte(&r) % 64;
+    cfg.grid_max_bytes = 1u << 20; /* 1 MiB: grid_dense refuses rather than exhaust memory */
+    cfg.max_contacts = limit < 32 ? (size_t)limit + 1 : 0;
+
+    float *pos = malloc(3 * (n ? n : 1) * sizeof(float));
+    float *rad = malloc((n ? n : 1) * sizeof(float));
+    if (!pos || !rad)
+        abort();
+    bool uniform = radius_mode & 0x80;
+    float cell = uniform ? 1.0f : 0.25f;
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < 3; k++)
+            pos[3 * i + k] = coordinate(&r, cell, i ? &pos[3 * (i - 1) + k] : NULL);
+        rad[i] = radius(&r, radius_mode);
+    }
+    ns_particles p = {n, pos, uniform ? NULL : rad, uniform ? radius(&r, radius_mode) : 0.0f};
+
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error ref_err, err;
+    ns_status ref_status = ns_find_contacts(ns_kernel_find("naive"), &p, &cfg, &ref, &ref_err);
+    if (ref_status == NS_OK)
+        ns_contact_list_sort(&ref);
+    else if (ref_status == NS_ERR_INVALID_INPUT || ref_status == NS_ERR_INVALID_ARGUMENT)
+        die("naive rejected a valid particle set", "naive", n, ref_err.message);
+
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *kernel = ns_kernel_at(k);
+        ns_index *index = NULL;
+        ns_status s = ns_index_create(kernel, &cfg, &index, &err);
+        if (s == NS_OK)
+            s = ns_index_build(index, &p, &err);
+        size_t counted = 0;
+        bool counts = s == NS_OK && ns_index_can_count(index);
+        ns_status count_status = counts ? ns_index_count(index, &counted, &err) : NS_OK;
+        if (s == NS_OK && count_status != NS_OK)
+            die("count failed after a build", kernel->name, n, err.message);
+        if (s == NS_OK)
+            s = ns_index_query(index, &got, &err);
+        ns_index_destroy(index);
+        bool own_cap = strcmp(kernel->name, "grid_dense") == 0 && s == NS_ERR_TOO_LARGE &&
+                       strstr(err.message, "grid_max_bytes");
+        if (own_cap)
+            continue;
+        if (s != ref_status) {
+            char detail[700];
+            snprintf(detail, sizeof detail, "status %s (%s), naive %s (%s)", ns_status_str(s),
+                     err.message, ns_status_str(ref_status), ref_err.message);
+            die("status differs from naive's", kernel->name, n, detail);
+        }
+        if (s != NS_OK) {
+            if (strcmp(err.message, ref_err.message) != 0 || err.particle != ref_err.particle)
+                die("refusal differs from naive's", kernel->name, n, err.message);
+            continue;
+        }
+        if (counts && counted != got.count)
+            die("count differs from the contacts", kernel->name, n, "");
+        ns_contact_list_sort(&got);
+        if (!same_contacts(&ref, &got))
+            die("contacts differ from naive's", kernel->name, n, "");
+    }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    free(pos);
+    free(rad);
+    return 0;
+}

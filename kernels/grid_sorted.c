@@ -15,8 +15,13 @@
  *    proportional to n.
  * Every pair is tested once: a particle against the later particles of its
  * own cell and the particles of 13 of the 26 neighbour cells (the half
- * stencil: +x; the row y+1; the nine cells of z+1). The test is a plain loop
- * over a run of particles that the compiler vectorises.
+ * stencil: +x; the row y+1; the nine cells of z+1). A cell's candidates are
+ * gathered side by side into a scratch padded with NaN, and each of its
+ * particles is tested against all of them by one plain loop that the
+ * compiler vectorises; the contacts found are compacted (AVX-512 compress
+ * where the compiler targets it, a branch-free loop elsewhere) and their
+ * values computed by a second vectorised loop (a crowded neighbourhood that
+ * does not fit the scratch is tested run by run).
  * The query runs twice over blocks of cells in parallel: first counting the
  * contacts of each block, then writing each block's contacts at its offset
  * in the caller's list, so no per-thread buffer is merged and the order of the

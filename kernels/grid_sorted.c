@@ -54,10 +54,9 @@ typedef struct state {
     ns__u32s key;          /* n: the cell (dense) or bucket (sparse) of each particle */
     ns__u32s group;        /* sparse: buckets + 1: the first sorted particle of each bucket */
     ns__u32s bucket_cells; /* sparse: buckets + 1: the first cell of each bucket */
-    float *soa;            /* x[n], y[n], z[n], then r[n] for per-particle radii */
-    size_t soa_capacity;   /* floats */
-    size_t *block_total;   /* blocks + 1 contact counts, then offsets */
-    size_t blocks, blocks_capacity;
+    ns__buf soa;           /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
+    ns__buf block_total;   /* size_t: blocks + 1 contact counts, then offsets */
+    size_t blocks;
     size_t n;
 } state;
 
@@ -76,35 +75,9 @@ static void destroy(void *p)
     ns__u32s_free(&s->key);
     ns__u32s_free(&s->group);
     ns__u32s_free(&s->bucket_cells);
-    ns__free(s->soa);
-    ns__free(s->block_total);
+    ns__buf_free(&s->soa);
+    ns__buf_free(&s->block_total);
     ns__free(s);
-}
-
-static bool reserve_floats(state *s, size_t wanted)
-{
-    if (wanted <= s->soa_capacity)
-        return true;
-    float *a = ns__malloc_array(wanted, sizeof(float));
-    if (!a)
-        return false;
-    ns__free(s->soa);
-    s->soa = a;
-    s->soa_capacity = wanted;
-    return true;
-}
-
-static bool reserve_blocks(state *s, size_t blocks)
-{
-    if (blocks + 1 <= s->blocks_capacity)
-        return true;
-    size_t *a = ns__malloc_array(blocks + 1, sizeof(size_t));
-    if (!a)
-        return false;
-    ns__free(s->block_total);
-    s->block_total = a;
-    s->blocks_capacity = blocks + 1;
-    return true;
 }
 
 /* Dense when the grid with its empty layer has at most 2 cells per particle
@@ -308,10 +281,11 @@ static bool find_cells(state *s, const ns__input *in)
 static view view_of(const state *s, const ns__input *in)
 {
     size_t n = s->n;
-    return (view){.x = s->soa,
-                  .y = s->soa + n,
-                  .z = s->soa + 2 * n,
-                  .r = in->radius ? s->soa + 3 * n : NULL,
+    const float *soa = s->soa.a;
+    return (view){.x = soa,
+                  .y = soa + n,
+                  .z = soa + 2 * n,
+                  .r = in->radius ? soa + 3 * n : NULL,
                   .ru = in->radius_uniform,
                   .order = s->order.a,
                   .start = s->start.a};
@@ -358,7 +332,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     if (!ns__u32s_reserve(&s->order, n + SLACK) || !ns__u32s_reserve(&s->key, n) ||
         !ns__u32s_reserve(groups, keys + 1) ||
         (!s->dense && !ns__u32s_reserve(&s->bucket_cells, keys + 1)) ||
-        !reserve_floats(s, (in->radius ? 4 : 3) * n + SLACK))
+        !ns__buf_reserve(&s->soa, (in->radius ? 4 : 3) * n + SLACK, sizeof(float)))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
                         "out of memory sorting %zu particles into %zu %s", n, keys,
                         s->dense ? "cells" : "buckets");
@@ -378,7 +352,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         return ns__fail_oom(err, "grid_sorted's cells");
     }
     s->blocks = (s->cells + BLOCK - 1) / BLOCK;
-    if (!reserve_blocks(s, s->blocks))
+    if (!ns__buf_reserve(&s->block_total, s->blocks + 1, sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's blocks");
     gather(s, in);
     return NS_OK;
@@ -806,7 +780,7 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
 {
     view v = view_of(s, in);
     const ns__frame *f = &in->frame;
-    size_t *total = s->block_total, cells = s->cells, sum = 0;
+    size_t *total = s->block_total.a, cells = s->cells, sum = 0;
     long long blocks = (long long)s->blocks;
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum)
     {
@@ -849,10 +823,10 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
     if (st != NS_OK)
         return st;
     /* block counts into offsets */
-    size_t at = 0;
+    size_t *offset = s->block_total.a, at = 0;
     for (size_t b = 0; b < s->blocks; b++) {
-        size_t k = s->block_total[b];
-        s->block_total[b] = at;
+        size_t k = offset[b];
+        offset[b] = at;
         at += k;
     }
     *candidates = blocks_pass(s, in, list->items);
@@ -863,8 +837,8 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 static void info(const void *p, ns_index_info *info)
 {
     const state *s = p;
-    info->bytes += sizeof *s + s->soa_capacity * sizeof(float) +
-                   s->blocks_capacity * sizeof(size_t) +
+    info->bytes += sizeof *s + s->soa.capacity * sizeof(float) +
+                   s->block_total.capacity * sizeof(size_t) +
                    (s->start.capacity + s->order.capacity + s->key.capacity + s->group.capacity +
                     s->bucket_cells.capacity) *
                        sizeof(uint32_t);

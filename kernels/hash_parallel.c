@@ -21,8 +21,7 @@ typedef struct state {
     ns__u32s cursor;    /* table_size insertion cursors */
     ns__u32s entries;   /* n particle indices, by bucket */
     ns__u32s bucket_of; /* n buckets */
-    float *particle;    /* n x (x, y, z, r), in the order of entries */
-    size_t particle_capacity;
+    ns__buf particle;   /* n x (x, y, z, r) floats, in the order of entries */
     size_t table_size;
     ns__tbufs out;
 } state;
@@ -34,7 +33,7 @@ static void destroy(void *p)
     ns__u32s_free(&s->cursor);
     ns__u32s_free(&s->entries);
     ns__u32s_free(&s->bucket_of);
-    ns__free(s->particle);
+    ns__buf_free(&s->particle);
     ns__tbufs_free(&s->out);
     ns__free(s);
 }
@@ -61,15 +60,9 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         !ns__u32s_reserve(&s->entries, in->n) || !ns__u32s_reserve(&s->bucket_of, in->n))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
                         "out of memory allocating a hash table of %zu buckets", m);
-    if (in->n > s->particle_capacity) {
-        float *a = ns__malloc_array(in->n, 4 * sizeof(float));
-        if (!a)
-            return ns__fail_oom(err, "hash_parallel's particle copy");
-        ns__free(s->particle);
-        s->particle = a;
-        s->particle_capacity = in->n;
-    }
-    float *particle = s->particle;
+    if (!ns__buf_reserve(&s->particle, in->n, 4 * sizeof(float)))
+        return ns__fail_oom(err, "hash_parallel's particle copy");
+    float *particle = s->particle.a;
 
     uint32_t *start = s->start.a, *cursor = s->cursor.a, *entries = s->entries.a,
              *bucket_of = s->bucket_of.a;
@@ -119,7 +112,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
-    const float *particle = s->particle;
+    const float *particle = s->particle.a;
     ns__tbufs_reset(&s->out);
     long long buckets = (long long)s->table_size;
     size_t tested = 0;
@@ -184,7 +177,7 @@ static void info(const void *p, ns_index_info *info)
         sizeof *s + s->out.count * sizeof(ns__tbuf) +
         (s->start.capacity + s->cursor.capacity + s->entries.capacity + s->bucket_of.capacity) *
             sizeof(uint32_t) +
-        s->particle_capacity * 4 * sizeof(float);
+        s->particle.capacity * 4 * sizeof(float);
     info->table_size = s->table_size;
     for (size_t b = 0; b < s->table_size; b++)
         info->nonempty_buckets += s->start.a[b + 1] > s->start.a[b];

@@ -106,16 +106,33 @@ void *ns__malloc_array(size_t n, size_t size)
     return ns__malloc(n * size);
 }
 
-bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
+bool ns__buf_reserve(ns__buf *b, size_t wanted, size_t elem)
 {
-    if (wanted <= v->capacity)
+    if (wanted <= b->capacity)
         return true;
-    uint32_t *a = ns__malloc_array(wanted, sizeof(uint32_t));
+    void *a = ns__malloc_array(wanted, elem);
     if (!a)
         return false;
-    ns__free(v->a);
-    v->a = a;
-    v->capacity = wanted;
+    ns__free(b->a);
+    b->a = a;
+    b->capacity = wanted;
+    return true;
+}
+
+void ns__buf_free(ns__buf *b)
+{
+    ns__free(b->a);
+    b->a = NULL;
+    b->capacity = 0;
+}
+
+bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
+{
+    ns__buf b = {v->a, v->capacity};
+    if (!ns__buf_reserve(&b, wanted, sizeof(uint32_t)))
+        return false;
+    v->a = b.a;
+    v->capacity = b.capacity;
     return true;
 }
 

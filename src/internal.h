@@ -15,7 +15,18 @@ void ns__free(void *ptr);
 /* n * size with overflow check; NULL on overflow or failure. */
 void *ns__malloc_array(size_t n, size_t size);
 
-/* An index array that grows only when needed, so rebuilds reuse memory. */
+/* A buffer that grows only when needed, so rebuilds reuse memory; capacity
+ * counts elements of the size the caller passes. */
+typedef struct ns__buf {
+    void *a;
+    size_t capacity;
+} ns__buf;
+/* Ensures capacity >= wanted elements of elem bytes (old content is not
+ * kept); false when out of memory (the old block is kept). */
+bool ns__buf_reserve(ns__buf *b, size_t wanted, size_t elem);
+void ns__buf_free(ns__buf *b);
+
+/* The same for index arrays, typed. */
 typedef struct ns__u32s {
     uint32_t *a;
     size_t capacity;

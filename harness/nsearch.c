@@ -59,6 +59,7 @@ static void usage_error(const char *fmt, ...)
 
 static char temp_path[PATH_MAX + 32];
 static volatile sig_atomic_t temp_active = 0;
+static sigset_t exit_signals; /* SIGINT, SIGTERM, SIGHUP: remove the temporary, then die */
 
 static void on_signal(int sig)
 {
@@ -87,12 +88,18 @@ static void open_output(output *o, const char *path)
         say("%s: the path is too long", path);
         exit(EXIT_USAGE);
     }
+    /* A signal between mkstemp and temp_active = 1 would leave the file
+     * behind: it waits until both are done. */
+    sigset_t previous;
+    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
     int fd = mkstemp(temp_path);
+    int saved = errno;
+    temp_active = fd >= 0;
+    sigprocmask(SIG_SETMASK, &previous, NULL);
     if (fd < 0) {
-        say("%s: cannot create a file in its folder: %s", path, strerror(errno));
+        say("%s: cannot create a file in its folder: %s", path, strerror(saved));
         exit(EXIT_FAIL);
     }
-    temp_active = 1;
     mode_t mask = umask(0);
     umask(mask);
     fchmod(fd, 0666 & ~mask);
@@ -610,6 +617,10 @@ static void install_fault_injection(void)
 int main(int argc, char **argv)
 {
     install_fault_injection(); /* before any other library call */
+    sigemptyset(&exit_signals);
+    sigaddset(&exit_signals, SIGINT);
+    sigaddset(&exit_signals, SIGTERM);
+    sigaddset(&exit_signals, SIGHUP);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);

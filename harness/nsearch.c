@@ -229,6 +229,7 @@ static const char main_help[] =
     "  workloads   list the workload generators\n"
     "  gen         write a particle file from a workload generator\n"
     "  pairs       read a particle file, write its contacts\n"
+    "  sim         simulate spheres falling into a box; frame times, frame files\n"
     "\n"
     "  nsearch COMMAND --help   the options of a command\n"
     "  nsearch --version        the version\n"
@@ -287,6 +288,7 @@ static void list_workloads(void)
 {
     for (size_t k = 0; k < ns_workload_count(); k++)
         printf("%-15s %s\n", ns_workload_at(k)->name, ns_workload_at(k)->description);
+    printf("%-15s %s\n", NS_SETTLED_NAME, NS_SETTLED_DESCRIPTION);
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -298,9 +300,9 @@ static int cmd_gen(int argc, char **argv)
     parse_options(argc, argv, opts, 4, gen_help);
     if (!opts[0].value || !opts[1].value)
         usage_error("%s is required", opts[0].value ? "--n" : "--workload");
-    const ns_workload *w = ns_workload_find(opts[0].value);
-    if (!w)
-        usage_error("unknown workload '%s' (see 'nsearch workloads')", opts[0].value);
+    const char *workload = opts[0].value;
+    if (!ns_workload_find(workload) && strcmp(workload, NS_SETTLED_NAME) != 0)
+        usage_error("unknown workload '%s' (see 'nsearch workloads')", workload);
     size_t n = (size_t)parse_count("--n", opts[1].value, 0, NS_MAX_PARTICLES);
     uint64_t seed = opts[2].value ? parse_count("--seed", opts[2].value, 0, ULLONG_MAX) : 1;
 
@@ -311,11 +313,16 @@ static int cmd_gen(int argc, char **argv)
         free(radius);
         return EXIT_FAIL;
     }
-    w->generate(n, seed, pos, radius);
+    ns_error err;
+    if (ns_workload_generate(workload, n, seed, 0, pos, radius, &err) != NS_OK) {
+        say("%s: %s", workload, err.message);
+        free(pos);
+        free(radius);
+        return EXIT_FAIL;
+    }
     ns_particles p = {n, pos, radius, 0.0f};
     output out;
     open_output(&out, opts[3].value);
-    ns_error err;
     int rc = 0;
     if (ns_particles_write(out.f, &p, &err) != NS_OK) {
         say("%s: %s", out.path ? out.path : "standard output", err.message);
@@ -575,6 +582,231 @@ done:
     return rc;
 }
 
+static const char sim_help[] =
+    "Usage: nsearch sim --n N [--layout NAME] [--seed S] [--kernel NAME] [--frames F]\n"
+    "                   [--dt DT] [--iterations K] [--skin D] [--threads T]\n"
+    "                   [--output-dir DIR] [--every K] [--stats]\n"
+    "Simulates N spheres under gravity (9.81 along -z) in a closed box: each frame\n"
+    "predicts positions (integrate), finds the contacts with a kernel (search), pushes\n"
+    "overlapping pairs apart and clamps centres to the box (resolve; position-based\n"
+    "dynamics). The same input gives bit-identical frames with any kernel and any\n"
+    "thread count.\n"
+    "\n"
+    "  --n N            particles (1 to 100000000)\n"
+    "  --layout NAME    where they start: a workload (see 'nsearch workloads') at twice its\n"
+    "                   spacing in x and y and 8 times in z, in a box with room of two radii\n"
+    "                   around it (default uniform); 'settled' starts from a resting pile\n"
+    "  --seed S         the layout's seed (default 1)\n"
+    "  --kernel NAME    the search (default grid_sorted; see 'nsearch kernels')\n"
+    "  --frames F       frames to run (default 100)\n"
+    "  --dt DT          seconds per frame (default 0.01)\n"
+    "  --iterations K   projection passes per frame (default 10)\n"
+    "  --skin D         reuse each search across frames with a skin of D length units,\n"
+    "                   rebuilt when a particle has moved 0.45 D (default 0: search every\n"
+    "                   frame)\n"
+    "  --threads T      threads for the parallel kernels and the simulation (T >= 1;\n"
+    "                   default OpenMP's)\n"
+    "  --output-dir DIR write frames 0, K, 2K, ... and the last as DIR/frame-NNNNNN.csv\n"
+    "                   (particle files x,y,z,r; 'nsearch pairs' reads them) and the box as\n"
+    "                   DIR/box.csv (lo_x,lo_y,lo_z,hi_x,hi_y,hi_z); DIR must exist\n"
+    "  --every K        with --output-dir: every K-th frame (default 1)\n"
+    "  --stats          print per-frame times (ms, means over the frames), fps and the state\n"
+    "                   at the end on standard error\n";
+
+static double parse_number(const char *name, const char *s, double lo, double hi)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi))
+        usage_error("%s '%s' is not a number from %g to %g", name, s, lo, hi);
+    return v;
+}
+
+/* Writes one particle file (or the box) through a temporary; false on failure. */
+static bool write_frame(const char *dir, size_t frame, const ns_particles *p)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/frame-%06zu.csv", dir, frame) >= (int)sizeof path) {
+        say("%s: the path is too long", dir);
+        return false;
+    }
+    output out;
+    open_output(&out, path);
+    ns_error err;
+    if (ns_particles_write(out.f, p, &err) != NS_OK) {
+        say("%s: %s", path, err.message);
+        discard_output(&out);
+        return false;
+    }
+    return commit_output(&out);
+}
+
+static bool write_box(const char *dir, const ns_sim_params *prm)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/box.csv", dir) >= (int)sizeof path) {
+        say("%s: the path is too long", dir);
+        return false;
+    }
+    output out;
+    open_output(&out, path);
+    fprintf(out.f, "lo_x,lo_y,lo_z,hi_x,hi_y,hi_z\n%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+            (double)prm->box_lo[0], (double)prm->box_lo[1], (double)prm->box_lo[2],
+            (double)prm->box_hi[0], (double)prm->box_hi[1], (double)prm->box_hi[2]);
+    return commit_output(&out);
+}
+
+/* The largest overlap of any pair as a share of its smaller radius. */
+static double worst_overlap(size_t n, const float *pos, const float *radius)
+{
+    ns_particles p = {.n = n, .pos = pos, .radius = radius};
+    ns_contact_list c;
+    ns_contact_list_init(&c);
+    double worst = 0.0;
+    if (ns_find_contacts(ns_kernel_find("grid_sorted"), &p, NULL, &c, NULL) != NS_OK)
+        worst = NAN;
+    for (size_t k = 0; k < c.count; k++) {
+        float a = radius[c.items[k].i], b = radius[c.items[k].j], smaller = a < b ? a : b;
+        double share = smaller > 0.0f ? (double)c.items[k].overlap / smaller : 0.0;
+        worst = share > worst ? share : worst;
+    }
+    ns_contact_list_free(&c);
+    return worst;
+}
+
+static int cmd_sim(int argc, char **argv)
+{
+    enum { N, LAYOUT, SEED, KERNEL, FRAMES, DT, ITERATIONS, SKIN, THREADS, DIR, EVERY, STATS, NOPTS };
+    option opts[NOPTS] = {{"--n", true, NULL},          {"--layout", true, NULL},
+                          {"--seed", true, NULL},       {"--kernel", true, NULL},
+                          {"--frames", true, NULL},     {"--dt", true, NULL},
+                          {"--iterations", true, NULL}, {"--skin", true, NULL},
+                          {"--threads", true, NULL},    {"--output-dir", true, NULL},
+                          {"--every", true, NULL},      {"--stats", false, NULL}};
+    parse_options(argc, argv, opts, NOPTS, sim_help);
+    if (!opts[N].value)
+        usage_error("--n is required");
+    size_t n = (size_t)parse_count("--n", opts[N].value, 1, 100000000);
+    const char *layout = opts[LAYOUT].value ? opts[LAYOUT].value : "uniform";
+    const ns_workload *w = ns_workload_find(layout);
+    bool settled = strcmp(layout, NS_SETTLED_NAME) == 0;
+    if (!w && !settled)
+        usage_error("unknown layout '%s' (see 'nsearch workloads')", layout);
+    uint64_t seed = opts[SEED].value ? parse_count("--seed", opts[SEED].value, 0, ULLONG_MAX) : 1;
+    const ns_kernel *kernel = find_kernel(opts[KERNEL].value ? opts[KERNEL].value : "grid_sorted");
+    size_t frames =
+        opts[FRAMES].value ? (size_t)parse_count("--frames", opts[FRAMES].value, 0, 100000000) : 100;
+    ns_sim_params prm = ns_sim_params_default();
+    if (opts[DT].value)
+        prm.dt = (float)parse_number("--dt", opts[DT].value, 1e-6, 1.0);
+    if (opts[ITERATIONS].value)
+        prm.iterations = (int)parse_count("--iterations", opts[ITERATIONS].value, 1, 10000);
+    if (opts[SKIN].value)
+        prm.skin = (float)parse_number("--skin", opts[SKIN].value, 0.0, 1e6);
+    ns_config cfg = ns_config_default();
+    if (opts[THREADS].value) {
+        cfg.threads = (int)parse_count("--threads", opts[THREADS].value, 1, 4096);
+        omp_set_num_threads(cfg.threads);
+    }
+    const char *dir = opts[DIR].value;
+    size_t every = opts[EVERY].value ? (size_t)parse_count("--every", opts[EVERY].value, 1, 100000000) : 1;
+    if (opts[EVERY].value && !dir)
+        usage_error("--every needs --output-dir");
+    if (dir) {
+        struct stat st;
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            usage_error("--output-dir '%s' is not a folder", dir);
+    }
+
+    float *pos = malloc(3 * n * sizeof(float)), *radius = malloc(n * sizeof(float));
+    ns_sim *sim = NULL;
+    ns_error err;
+    int rc = 0;
+    if (!pos || !radius) {
+        say("out of memory for %zu particles", n);
+        rc = EXIT_FAIL;
+        goto done;
+    }
+    if (settled) {
+        if (ns_sim_settled(n, seed, cfg.threads, pos, radius, &err) != NS_OK) {
+            say("layout settled: %s", err.message);
+            rc = EXIT_FAIL;
+            goto done;
+        }
+        float max_radius = 0.0f;
+        for (int k = 0; k < 3; k++)
+            prm.box_lo[k] = INFINITY, prm.box_hi[k] = -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            max_radius = radius[i] > max_radius ? radius[i] : max_radius;
+            for (int k = 0; k < 3; k++) {
+                float c = pos[3 * i + k];
+                prm.box_lo[k] = c - radius[i] < prm.box_lo[k] ? c - radius[i] : prm.box_lo[k];
+                prm.box_hi[k] = c + radius[i] > prm.box_hi[k] ? c + radius[i] : prm.box_hi[k];
+            }
+        }
+        prm.box_hi[2] += 4.0f * max_radius; /* headroom */
+    } else {
+        ns_sim_spawn(w, n, seed, pos, radius, prm.box_lo, prm.box_hi);
+    }
+    if (ns_sim_create(kernel, &cfg, &prm, n, pos, radius, &sim, &err) != NS_OK) {
+        say("%s: %s (%s)", kernel->name, err.message, ns_status_str(err.status));
+        rc = err.status == NS_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_FAIL;
+        goto done;
+    }
+    ns_particles state = {.n = n, .pos = ns_sim_positions(sim), .radius = ns_sim_radii(sim)};
+    if (dir && (!write_box(dir, &prm) || !write_frame(dir, 0, &state))) {
+        rc = EXIT_FAIL;
+        goto done;
+    }
+    double released0 = ns_sim_potential_energy(sim);
+    double search_s = 0.0, resolve_s = 0.0, integrate_s = 0.0;
+    size_t contacts = 0, rebuilds = 0;
+    for (size_t f = 1; f <= frames; f++) {
+        ns_sim_frame fr;
+        if (ns_sim_step(sim, &fr, &err) != NS_OK) {
+            say("frame %zu: %s: %s (%s)", f, kernel->name, err.message, ns_status_str(err.status));
+            rc = EXIT_FAIL;
+            goto done;
+        }
+        search_s += fr.search_s, resolve_s += fr.resolve_s, integrate_s += fr.integrate_s;
+        contacts += fr.contacts;
+        rebuilds += fr.rebuilt;
+        if (dir && (f % every == 0 || f == frames) && !write_frame(dir, f, &state)) {
+            rc = EXIT_FAIL;
+            goto done;
+        }
+    }
+    if (opts[STATS].value) {
+        double per = frames ? 1e3 / (double)frames : 0.0, total = search_s + resolve_s + integrate_s;
+        double released = released0 - ns_sim_potential_energy(sim);
+        fprintf(stderr,
+                "particles          %zu\n"
+                "kernel             %s (%d threads)\n"
+                "frames             %zu\n"
+                "contacts/frame     %.1f\n"
+                "search ms          %.4f\n"
+                "resolve ms         %.4f\n"
+                "integrate ms       %.4f\n"
+                "frame ms           %.4f\n"
+                "fps                %.2f\n"
+                "search share       %.3f\n"
+                "searches rebuilt   %zu\n"
+                "kinetic/released   %.3g\n"
+                "max overlap/r      %.4f\n",
+                n, kernel->name, cfg.threads ? cfg.threads : omp_get_max_threads(), frames,
+                frames ? (double)contacts / (double)frames : 0.0, search_s * per, resolve_s * per,
+                integrate_s * per, total * per, total > 0.0 ? (double)frames / total : 0.0,
+                total > 0.0 ? search_s / total : 0.0, rebuilds,
+                released > 0.0 ? ns_sim_kinetic_energy(sim) / released : 0.0,
+                worst_overlap(n, state.pos, state.radius));
+    }
+done:
+    ns_sim_destroy(sim);
+    free(pos);
+    free(radius);
+    return rc;
+}
+
 /* Fault injection for the tests (tests/cli): NSEARCH_FAIL_ALLOC=K makes the
  * library's K-th allocation and every later one fail, as on a machine out
  * of memory; the tool must then exit 1 with a message and leave no file. */
@@ -652,6 +884,8 @@ int main(int argc, char **argv)
         return cmd_gen(argc - 2, argv + 2);
     if (strcmp(cmd, "pairs") == 0)
         return cmd_pairs(argc - 2, argv + 2);
+    if (strcmp(cmd, "sim") == 0)
+        return cmd_sim(argc - 2, argv + 2);
     command = NULL;
     usage_error("unknown command '%s'", cmd);
     return EXIT_USAGE;

@@ -186,6 +186,32 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info);
 ns_status ns_find_contacts(const ns_kernel *kernel, const ns_particles *particles,
                            const ns_config *config, ns_contact_list *contacts, ns_error *err);
 
+/* Reuse across frames: a search with a skin (a Verlet list). Particles move
+ * little between frames, so one search with every radius widened by skin/2
+ * finds every pair that can touch until some particle has moved skin/2 from
+ * where it was; until then each search only re-tests those candidate pairs
+ * with the shared predicate (the same contacts, bit for bit, as a fresh
+ * search of any kernel; the order is the candidates' order). A search
+ * rebuilds the candidates with the kernel when a particle has moved more than
+ * 0.45 * skin (0.05 * skin is left for rounding), when n or any radius
+ * changed, or always when skin is too small for float precision at the
+ * particles' coordinates (below 2^-13 of their magnitude). */
+typedef struct ns_skin ns_skin;
+ns_status ns_skin_create(const ns_kernel *kernel, const ns_config *config, float skin,
+                         ns_skin **out, ns_error *err);
+void ns_skin_destroy(ns_skin *skin);
+/* Every contact of particles, like ns_index_build + ns_index_query. */
+ns_status ns_skin_search(ns_skin *skin, const ns_particles *particles, ns_contact_list *contacts,
+                         ns_error *err);
+typedef struct ns_skin_info {
+    size_t searches;   /* calls that succeeded */
+    size_t rebuilds;   /* of them, the ones that ran the kernel */
+    size_t candidates; /* candidate pairs of the last rebuild */
+    bool rebuilt;      /* the last search ran the kernel */
+    size_t bytes;      /* the skin's own memory, the kernel's index included */
+} ns_skin_info;
+void ns_skin_get_info(const ns_skin *skin, ns_skin_info *info);
+
 /* Workload generators, deterministic from (n, seed). The caller provides
  * pos (3n floats) and radius (n floats). */
 typedef struct ns_workload {
@@ -197,6 +223,83 @@ typedef struct ns_workload {
 size_t ns_workload_count(void);
 const ns_workload *ns_workload_at(size_t k);
 const ns_workload *ns_workload_find(const char *name);
+/* Any workload by name: those of the table, and "settled" (ns_sim_settled,
+ * which runs a simulation and so can fail, and takes a thread count). */
+#define NS_SETTLED_NAME "settled"
+#define NS_SETTLED_DESCRIPTION                                                                    \
+    "uniform spheres dropped into a box and simulated until at rest: a dense pile"
+ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int threads, float *pos,
+                               float *radius, ns_error *err);
+
+/* A particle simulation on top of the search: spheres under gravity (along
+ * -z) in a closed axis-aligned box. Each frame: predict positions from the
+ * velocities (integrate), find the contacts at the predicted positions
+ * (search, any kernel, or ns_skin), push overlapping pairs apart along their
+ * normals and clamp centres to the box, in Jacobi passes over a per-particle
+ * neighbour list sorted by index (resolve), then take the velocities from the
+ * displacement (position-based dynamics). Masses are r^3. The result does
+ * not depend on the kernel, the contact order or the thread count: the same
+ * input gives bit-identical frames. */
+typedef struct ns_sim_params {
+    float dt;         /* seconds per frame (default 0.01) */
+    float gravity;    /* length units per s^2, along -z (default 9.81) */
+    int iterations;   /* projection passes per frame (default 10) */
+    float relaxation; /* a particle moves relaxation / (pairs pushing it) of the sum (default 1.5) */
+    float damping;    /* fraction of the velocity removed per frame (default 0.002) */
+    float shock;      /* shock propagation: in the passes a particle higher by one largest
+                         diameter is 2^shock times lighter (default 1; 0: masses only) */
+    float margin;     /* pairs closer than r_i + r_j + margin * (largest radius) are searched
+                         for, so a push during the passes cannot move a particle into one
+                         it does not know about (default 0.2) */
+    float skin;       /* 0: a fresh search every frame; > 0: ns_skin with this skin */
+    float box_lo[3], box_hi[3];
+} ns_sim_params;
+ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
+
+/* Release positions: the layout's particles at 4 times their spacing (radii
+ * kept), and a box around them with room of two largest radii on every side.
+ * Coordinates are the layout's times 4, exactly. */
+void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
+                  float box_lo[3], float box_hi[3]);
+
+typedef struct ns_sim ns_sim;
+/* Copies pos (3n floats) and radius (n floats). Centres are clamped into the
+ * box (a box narrower than a particle is NS_ERR_INVALID_ARGUMENT), then
+ * overlaps present at the start are relaxed (positions only, velocities 0). */
+ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
+                        const ns_sim_params *params, size_t n, const float *pos,
+                        const float *radius, ns_sim **out, ns_error *err);
+void ns_sim_destroy(ns_sim *sim);
+
+typedef struct ns_sim_frame {
+    size_t frame;       /* frames done, this one included */
+    size_t contacts;    /* found by this frame's search */
+    double integrate_s; /* seconds in prediction and velocity update */
+    double search_s;    /* seconds in the search */
+    double resolve_s;   /* seconds in the neighbour lists and projection passes */
+    bool rebuilt;       /* the search ran the kernel (always, without a skin) */
+} ns_sim_frame;
+/* One frame; frame may be NULL. */
+ns_status ns_sim_step(ns_sim *sim, ns_sim_frame *frame, ns_error *err);
+
+size_t ns_sim_count(const ns_sim *sim);
+const float *ns_sim_positions(const ns_sim *sim);  /* 3n */
+const float *ns_sim_velocities(const ns_sim *sim); /* 3n */
+const float *ns_sim_radii(const ns_sim *sim);      /* n */
+/* Energies with mass r^3: 0.5 m v^2, and m g (z - box_lo[2]). */
+double ns_sim_kinetic_energy(const ns_sim *sim);
+double ns_sim_potential_energy(const ns_sim *sim);
+
+/* The `settled` workload: uniform spheres (ns_sim_spawn of "uniform")
+ * dropped into their box and simulated with grid_sorted until at rest (the
+ * kinetic energy below 1e-3 of the potential energy released, at most
+ * NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
+ * beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
+ * side in x and y. Deterministic from (n, seed) at any thread count. */
+#define NS_SETTLED_BLOCK 20000
+#define NS_SETTLE_MAX_FRAMES 4000
+ns_status ns_sim_settled(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                         ns_error *err);
 
 /* Particle files: text, one particle per line, `x,y,z` or `x,y,z,r` (spaces
  * around fields allowed, CRLF accepted). Blank lines and lines starting with

@@ -209,3 +209,19 @@ const ns_workload *ns_workload_find(const char *name)
             return &workloads[k];
     return NULL;
 }
+
+ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int threads, float *pos,
+                               float *radius, ns_error *err)
+{
+    if (!name || (n && (!pos || !radius)))
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "a NULL workload name, positions or radii");
+    if (strcmp(name, NS_SETTLED_NAME) == 0)
+        return ns_sim_settled(n, seed, threads, pos, radius, err);
+    const ns_workload *w = ns_workload_find(name);
+    if (!w)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "unknown workload '%s'",
+                        name);
+    w->generate(n, seed, pos, radius);
+    return NS_OK;
+}

@@ -583,7 +583,8 @@ done:
 }
 
 static const char sim_help[] =
-    "Usage: nsearch sim --n N [--layout NAME] [--seed S] [--kernel NAME] [--frames F]\n"
+    "Usage: nsearch sim (--n N [--layout NAME] [--seed S] | --input FILE) [--kernel NAME]\n"
+    "                   [--frames F]\n"
     "                   [--dt DT] [--iterations K] [--skin D] [--threads T]\n"
     "                   [--output-dir DIR] [--every K] [--stats]\n"
     "Simulates N spheres under gravity (9.81 along -z) in a closed box: each frame\n"
@@ -597,6 +598,9 @@ static const char sim_help[] =
     "                   spacing in x and y and 8 times in z, in a box with room of two radii\n"
     "                   around it (default uniform); 'settled' starts from a resting pile\n"
     "  --seed S         the layout's seed (default 1)\n"
+    "  --input FILE     start from a particle file with radii (x,y,z,r), e.g. a frame or\n"
+    "                   'nsearch gen --workload settled', in a box around the spheres with\n"
+    "                   room of four radii above them\n"
     "  --kernel NAME    the search (default grid_sorted; see 'nsearch kernels')\n"
     "  --frames F       frames to run (default 100)\n"
     "  --dt DT          seconds per frame (default 0.01)\n"
@@ -656,6 +660,23 @@ static bool write_box(const char *dir, const ns_sim_params *prm)
     return commit_output(&out);
 }
 
+/* A box just around the spheres, with headroom of four largest radii. */
+static void box_around(size_t n, const float *pos, const float *radius, ns_sim_params *prm)
+{
+    float max_radius = 0.0f;
+    for (int k = 0; k < 3; k++)
+        prm->box_lo[k] = INFINITY, prm->box_hi[k] = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        max_radius = radius[i] > max_radius ? radius[i] : max_radius;
+        for (int k = 0; k < 3; k++) {
+            float c = pos[3 * i + k];
+            prm->box_lo[k] = c - radius[i] < prm->box_lo[k] ? c - radius[i] : prm->box_lo[k];
+            prm->box_hi[k] = c + radius[i] > prm->box_hi[k] ? c + radius[i] : prm->box_hi[k];
+        }
+    }
+    prm->box_hi[2] += 4.0f * max_radius;
+}
+
 /* The largest overlap of any pair as a share of its smaller radius. */
 static double worst_overlap(size_t n, const float *pos, const float *radius)
 {
@@ -676,22 +697,49 @@ static double worst_overlap(size_t n, const float *pos, const float *radius)
 
 static int cmd_sim(int argc, char **argv)
 {
-    enum { N, LAYOUT, SEED, KERNEL, FRAMES, DT, ITERATIONS, SKIN, THREADS, DIR, EVERY, STATS, NOPTS };
-    option opts[NOPTS] = {{"--n", true, NULL},          {"--layout", true, NULL},
+    enum { N, INPUT, LAYOUT, SEED, KERNEL, FRAMES, DT, ITERATIONS, SKIN, THREADS, DIR, EVERY, STATS, NOPTS };
+    option opts[NOPTS] = {{"--n", true, NULL},          {"--input", true, NULL},
+                          {"--layout", true, NULL},
                           {"--seed", true, NULL},       {"--kernel", true, NULL},
                           {"--frames", true, NULL},     {"--dt", true, NULL},
                           {"--iterations", true, NULL}, {"--skin", true, NULL},
                           {"--threads", true, NULL},    {"--output-dir", true, NULL},
                           {"--every", true, NULL},      {"--stats", false, NULL}};
     parse_options(argc, argv, opts, NOPTS, sim_help);
-    if (!opts[N].value)
-        usage_error("--n is required");
-    size_t n = (size_t)parse_count("--n", opts[N].value, 1, 100000000);
+    const char *input = opts[INPUT].value;
+    if (!opts[N].value == !input)
+        usage_error(input ? "--n and --input exclude each other" : "--n or --input is required");
+    if (input && opts[LAYOUT].value)
+        usage_error("--layout and --input exclude each other");
     const char *layout = opts[LAYOUT].value ? opts[LAYOUT].value : "uniform";
-    const ns_workload *w = ns_workload_find(layout);
-    bool settled = strcmp(layout, NS_SETTLED_NAME) == 0;
-    if (!w && !settled)
+    const ns_workload *w = input ? NULL : ns_workload_find(layout);
+    bool settled = !input && strcmp(layout, NS_SETTLED_NAME) == 0;
+    if (!input && !w && !settled)
         usage_error("unknown layout '%s' (see 'nsearch workloads')", layout);
+    ns_particle_file file = {0};
+    size_t n;
+    if (input) {
+        size_t len;
+        char *text = read_file(input, &len);
+        ns_error perr;
+        if (ns_particle_file_parse(text, len, &file, &perr) != NS_OK) {
+            if (perr.line)
+                say("%s:%zu: %s", input, perr.line, perr.message);
+            else
+                say("%s: %s", input, perr.message);
+            free(text);
+            return perr.status == NS_ERR_OUT_OF_MEMORY ? EXIT_FAIL : EXIT_USAGE;
+        }
+        free(text);
+        if (file.columns != 4 || file.n == 0) {
+            say("%s: the simulation needs particles with radii (x,y,z,r)", input);
+            ns_particle_file_free(&file);
+            return EXIT_USAGE;
+        }
+        n = file.n;
+    } else {
+        n = (size_t)parse_count("--n", opts[N].value, 1, 100000000);
+    }
     uint64_t seed = opts[SEED].value ? parse_count("--seed", opts[SEED].value, 0, ULLONG_MAX) : 1;
     const ns_kernel *kernel = find_kernel(opts[KERNEL].value ? opts[KERNEL].value : "grid_sorted");
     size_t frames =
@@ -733,20 +781,13 @@ static int cmd_sim(int argc, char **argv)
             rc = EXIT_FAIL;
             goto done;
         }
-        float max_radius = 0.0f;
-        for (int k = 0; k < 3; k++)
-            prm.box_lo[k] = INFINITY, prm.box_hi[k] = -INFINITY;
-        for (size_t i = 0; i < n; i++) {
-            max_radius = radius[i] > max_radius ? radius[i] : max_radius;
-            for (int k = 0; k < 3; k++) {
-                float c = pos[3 * i + k];
-                prm.box_lo[k] = c - radius[i] < prm.box_lo[k] ? c - radius[i] : prm.box_lo[k];
-                prm.box_hi[k] = c + radius[i] > prm.box_hi[k] ? c + radius[i] : prm.box_hi[k];
-            }
-        }
-        prm.box_hi[2] += 4.0f * max_radius; /* headroom */
-    } else {
+        box_around(n, pos, radius, &prm);
+    } else if (w) {
         ns_sim_spawn(w, n, seed, pos, radius, prm.box_lo, prm.box_hi);
+    } else {
+        memcpy(pos, file.pos, 3 * n * sizeof(float));
+        memcpy(radius, file.radius, n * sizeof(float));
+        box_around(n, pos, radius, &prm);
     }
     if (ns_sim_create(kernel, &cfg, &prm, n, pos, radius, &sim, &err) != NS_OK) {
         say("%s: %s (%s)", kernel->name, err.message, ns_status_str(err.status));
@@ -802,6 +843,7 @@ static int cmd_sim(int argc, char **argv)
     }
 done:
     ns_sim_destroy(sim);
+    ns_particle_file_free(&file);
     free(pos);
     free(radius);
     return rc;

@@ -283,6 +283,9 @@ typedef struct ns_sim_frame {
 ns_status ns_sim_step(ns_sim *sim, ns_sim_frame *frame, ns_error *err);
 
 size_t ns_sim_count(const ns_sim *sim);
+/* The last frame's search: the pairs closer than r_i + r_j + margin * (largest
+ * radius) at the predicted positions, in the kernel's order. */
+const ns_contact_list *ns_sim_contacts(const ns_sim *sim);
 const float *ns_sim_positions(const ns_sim *sim);  /* 3n */
 const float *ns_sim_velocities(const ns_sim *sim); /* 3n */
 const float *ns_sim_radii(const ns_sim *sim);      /* n */

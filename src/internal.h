@@ -269,4 +269,9 @@ size_t ns__exclusive_scan_u32(uint32_t *a, size_t n);
 /* The same with a blocked two-pass scan over threads. */
 size_t ns__parallel_exclusive_scan_u32(uint32_t *a, size_t n, int threads);
 
+/* ns_sim_settled with piles of at most `block` particles (the tests use
+ * small piles to reach the tiling cheaply). */
+ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
+                                float *radius, ns_error *err);
+
 #endif /* NS_INTERNAL_H */

@@ -100,6 +100,7 @@ size_t ns_sim_count(const ns_sim *sim) { return sim ? sim->n : 0; }
 const float *ns_sim_positions(const ns_sim *sim) { return sim ? sim->x : NULL; }
 const float *ns_sim_velocities(const ns_sim *sim) { return sim ? sim->v : NULL; }
 const float *ns_sim_radii(const ns_sim *sim) { return sim ? sim->r : NULL; }
+const ns_contact_list *ns_sim_contacts(const ns_sim *sim) { return sim ? &sim->contacts : NULL; }
 
 double ns_sim_kinetic_energy(const ns_sim *sim)
 {
@@ -456,11 +457,19 @@ static ns_status settle(size_t n, uint64_t seed, int threads, float *pos, float 
 ns_status ns_sim_settled(size_t n, uint64_t seed, int threads, float *pos, float *radius,
                          ns_error *err)
 {
+    return ns__sim_settled_piles(n, seed, threads, NS_SETTLED_BLOCK, pos, radius, err);
+}
+
+ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
+                                float *radius, ns_error *err)
+{
     float lo[3], hi[3];
-    if (n <= NS_SETTLED_BLOCK)
+    if (n && (!pos || !radius))
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "pos or radius is NULL");
+    if (n <= block)
         return settle(n, seed, threads, pos, radius, lo, hi, err);
     /* k piles: the first n % k of q + 1 particles, the others of q */
-    size_t k = (n + NS_SETTLED_BLOCK - 1) / NS_SETTLED_BLOCK, q = n / k, big = n % k;
+    size_t k = (n + block - 1) / block, q = n / k, big = n % k;
     size_t columns = 1;
     while (columns * columns < k)
         columns++;

@@ -13,6 +13,9 @@ Usage:
   ./run_all.sh --quick [SWEEP OPTIONS]         a reduced sweep (n <= 20,000, 3 short repetitions)
   ./run_all.sh --resume [SWEEP OPTIONS]        continue the latest interrupted run of this commit
                                                with the same options
+  ./run_all.sh --sim [SIM OPTIONS]             the particle simulation: frame rate per kernel vs
+                                               n (sim_fps figure) and an animation of a pile
+                                               settling (sim_settle.gif)
   ./run_all.sh --test                          install what is missing, build, run every test
   ./run_all.sh --plots A.json [B.json ...] [--out DIR]
                                                redraw every figure from existing results (several
@@ -30,10 +33,22 @@ Sweep options:
                       non-quadratic kernels to 200k, 500k, 1M, ... N)
   --repetitions R     repetitions per configuration (default 5; 3 with --quick)
 
+Sim options:
+  --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)
+  --max-n N           the largest n (default 100,000; naive and naive_omp stop at 20,000)
+  --runs R            runs per (kernel, n); the figure shows the median (default 3)
+  --skin D            the skin of the reuse line, grid_sorted+skin (default 0.1)
+  --gif-n N           particles in the animation (default 5,000; 0: no animation)
+
+The sweep's settled workload, and every --sim run, start from settled piles kept in
+results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
+
 A run writes everything under results/<host>/<UTC timestamp>/: bench.json (Google
 Benchmark's JSON, every repetition), bench.tsv (one row per configuration),
 summary.md, figures/*.png and *.svg, and parts/ (one JSON per workload and n, so an
-interruption loses nothing measured). Exit status: 1 when any kernel's contacts
+interruption loses nothing measured). A --sim run writes results/<host>/<UTC
+timestamp>-sim/: sim.tsv (one row per run), sim_summary.md, figures/sim_fps.png, .svg
+and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
 differ from the reference, 2 on a usage error.
 
 Environment: NS_WERROR=ON turns warnings into errors (CI sets it); JOBS sets the
@@ -48,6 +63,7 @@ BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 jq gnuplot-nox)
 COMPARE_PACKAGES=(python3 python3-scipy python3-numpy libbenchmark-tools)
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound)
+CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.
@@ -155,6 +171,110 @@ compare_mode() {
     log "comparison: $out/compare.txt, $out/compare.png, $out/compare.svg"
 }
 
+# A settled pile of n particles from the cache (made once): prints its path.
+settled_file() {
+    local n=$1 f
+    f="$CACHE/settled-v$(settled_version)-n$n-seed1.csv"
+    if [ ! -s "$f" ]; then
+        mkdir -p "$CACHE"
+        build/release/nsearch gen --workload settled --n "$n" --seed 1 --output "$f" ||
+            die "could not make the settled pile of $n particles"
+    fi
+    echo "$f"
+}
+settled_version() { sed -n 's/^#define NS_SETTLED_VERSION \([0-9]*\).*/\1/p' include/nsearch.h; }
+
+# --sim: frames per second of the simulation, per kernel and n, from settled piles.
+sim_mode() {
+    local kernels="" max_n=100000 runs=3 skin=0.1 gif_n=5000
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --kernels) [ $# -ge 2 ] || die "$1 needs a value"; kernels=$2; shift ;;
+            --max-n|--runs|--gif-n)
+                [ $# -ge 2 ] || die "$1 needs a value"
+                [[ $2 =~ ^[0-9]+$ ]] || die "$1 '$2' is not a whole number"
+                case "$1" in --max-n) max_n=$2 ;; --runs) runs=$2 ;; --gif-n) gif_n=$2 ;; esac
+                shift ;;
+            --skin)
+                [ $# -ge 2 ] || die "$1 needs a value"
+                [[ $2 =~ ^[0-9]*\.?[0-9]+$ ]] || die "--skin '$2' is not a positive number"
+                skin=$2; shift ;;
+            *) usage >&2; die "unknown option for --sim: $1" ;;
+        esac
+        shift
+    done
+    [ "$runs" -ge 1 ] || die "--runs must be at least 1"
+    ensure_packages "${SWEEP_PACKAGES[@]}"
+    build_release
+    local tool=build/release/nsearch all k
+    all=$("$tool" kernels | awk '{ print $1 }')
+    if [ -z "$kernels" ]; then
+        kernels=$(printf '%s\n' $all grid_sorted+skin | paste -sd, -)
+    fi
+    for k in ${kernels//,/ }; do
+        printf '%s\n' $all | grep -qx "${k%+skin}" || die "unknown kernel '$k' in --kernels"
+    done
+    local dir host threads
+    host=$(hostname)
+    threads=$(nproc)
+    dir="results/$host/$(date -u +%Y%m%dT%H%M%SZ)-sim"
+    mkdir -p "$dir/figures"
+    local tsv="$dir/sim.tsv" start=$SECONDS
+    printf 'kernel\tthreads\tskin\tn\trun\tframes\tfps\tsearch_ms\tresolve_ms\tintegrate_ms\tcontacts_per_frame\trebuilds\thost\n' >"$tsv.tmp"
+    log "simulation sweep into $dir: kernels $kernels, n up to $max_n, $runs runs, $threads threads"
+    local n sizes=(100 200 500 1000 2000 5000 10000 20000 50000 100000 200000 500000 1000000)
+    for n in "${sizes[@]}"; do
+        [ "$n" -le "$max_n" ] || continue
+        local input frames
+        input=$(settled_file "$n")
+        frames=$((200000 / n)); [ $frames -lt 20 ] && frames=20; [ $frames -gt 2000 ] && frames=2000
+        for k in ${kernels//,/ }; do
+            local kernel=${k%+skin} s=0
+            [ "$k" != "$kernel" ] && s=$skin
+            case "$kernel" in naive*) [ "$n" -le 20000 ] || continue ;; esac
+            local run
+            for run in $(seq 1 "$runs"); do
+                local stats
+                stats=$("$tool" sim --input "$input" --kernel "$kernel" --frames "$frames" \
+                    --threads "$threads" --skin "$s" --stats 2>&1 >/dev/null) ||
+                    die "nsearch sim failed: $kernel n=$n: $stats"
+                printf '%s\n' "$stats" | awk -v k="$kernel" -v t="$threads" -v s="$s" -v n="$n" \
+                    -v r="$run" -v h="$host" -F'  +' '
+                    { v[$1] = $2 }
+                    END { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k, t, s, n, r,
+                          v["frames"], v["fps"], v["search ms"], v["resolve ms"], v["integrate ms"],
+                          v["contacts/frame"], v["searches rebuilt"], h }' >>"$tsv.tmp"
+            done
+            log "$(printf '%-17s n=%-8s %s' "$k" "$n" "$(awk -F'\t' -v k="$kernel" -v s="$s" -v n="$n" \
+                '$1 == k && $3 == s && $4 == n { printf "%s fps ", $7 }' "$tsv.tmp")")"
+        done
+    done
+    mv "$tsv.tmp" "$tsv"
+    local data
+    data=$(mktemp -d)
+    python3 harness/sim_results.py data "$tsv" --out "$data"
+    local fmt
+    for fmt in png svg; do
+        gnuplot -e "data='$data'; out='$dir/figures'; fmt='$fmt'; plots='$ROOT/plots'" \
+            plots/sim_fps.gp || die "gnuplot failed on plots/sim_fps.gp"
+    done
+    rm -rf "$data"
+    python3 harness/sim_results.py summary "$tsv" --markdown >"$dir/sim_summary.md"
+    if [ "$gif_n" -gt 0 ]; then
+        local frames_dir
+        frames_dir=$(mktemp -d)
+        log "animation: $gif_n particles settling"
+        "$tool" sim --n "$gif_n" --frames 600 --every 12 --output-dir "$frames_dir" >/dev/null ||
+            die "nsearch sim failed on the animation"
+        gnuplot -e "dir='$frames_dir'; out='$dir/figures/sim_settle.gif'; dt=0.01; pngdir=''" \
+            plots/sim_anim.gp || die "gnuplot failed on plots/sim_anim.gp"
+        rm -rf "$frames_dir"
+    fi
+    echo
+    python3 harness/sim_results.py summary "$tsv"
+    log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"
+}
+
 # The sweep: one nsearch-bench process per (workload, n), merged at the end.
 sweep_mode() {
     local quick=0 resume=0 reps="" args=()
@@ -182,6 +302,7 @@ sweep_mode() {
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
     local bench=build/release/nsearch-bench
+    args+=(--cache-dir "$CACHE")
     local commit flags
     commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
     flags="quick=$quick reps=$reps ${args[*]}"
@@ -271,6 +392,7 @@ sweep_mode() {
 case "${1:-}" in
     --test) [ $# -eq 1 ] || die "--test takes no other option"; run_tests ;;
     --plots) shift; plots_mode "$@" ;;
+    --sim) shift; sim_mode "$@" ;;
     --compare) shift; compare_mode "$@" ;;
     -h|--help) usage ;;
     *) sweep_mode "$@" ;;

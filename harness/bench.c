@@ -22,6 +22,7 @@
 #include <nsearch.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,7 +49,7 @@ static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 
 typedef struct config {
     const ns_kernel *kernel; /* for bound: BOUND_KERNEL */
     bool bound;              /* build + count, no contacts written */
-    const ns_workload *workload;
+    const char *workload;
     size_t n;
     int threads;
     char name[160];
@@ -61,7 +62,7 @@ static size_t n_valid = 0, n_invalid = 0, n_refused = 0;
 
 /* Particles and the reference contacts of the last (workload, n). */
 static struct {
-    const ns_workload *workload;
+    const char *workload;
     size_t n;
     float *pos, *radius;
     ns_contact_list reference;  /* sorted */
@@ -131,10 +132,82 @@ static void describe_difference(char *buf, size_t size, const char *ref_name,
              ref_name, got->count, ref->count, k, ref_name, a, name, b);
 }
 
+/* --cache-dir: where the settled workload's particles are kept between runs. */
+static const char *cache_dir = NULL;
+
+/* Reads a cached particle file of exactly n particles with radii; false when
+ * there is none (or it does not fit: it is then rebuilt). */
+static bool read_cached(const char *path, size_t n, float *pos, float *radius)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char *text = NULL;
+    size_t len = 0;
+    bool ok = fseek(f, 0, SEEK_END) == 0 && (len = (size_t)ftell(f)) > 0 &&
+              fseek(f, 0, SEEK_SET) == 0 && (text = malloc(len)) && fread(text, 1, len, f) == len;
+    fclose(f);
+    ns_particle_file file = {0};
+    ns_error err;
+    ok = ok && ns_particle_file_parse(text, len, &file, &err) == NS_OK && file.n == n &&
+         file.columns == 4;
+    if (ok && n) {
+        memcpy(pos, file.pos, 3 * n * sizeof(float));
+        memcpy(radius, file.radius, n * sizeof(float));
+    }
+    if (!ok)
+        fprintf(stderr, "nsearch-bench: %s does not hold %zu particles with radii: rebuilding it\n",
+                path, n);
+    ns_particle_file_free(&file);
+    free(text);
+    return ok;
+}
+
+/* Writes the cache file through a temporary, so a reader never sees half. */
+static void write_cached(const char *path, size_t n, const float *pos, const float *radius)
+{
+    char tmp[PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    ns_particles p = {n, pos, radius, 0.0f};
+    ns_error err;
+    bool ok = f && ns_particles_write(f, &p, &err) == NS_OK;
+    ok = f && fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "nsearch-bench: cannot write the cache file %s (continuing)\n", path);
+        remove(tmp);
+    }
+}
+
+/* The particles of workload w: settled comes from the cache when there is one. */
+static void generate(const char *w, size_t n, float *pos, float *radius)
+{
+    bool settled = strcmp(w, NS_SETTLED_NAME) == 0;
+    char path[PATH_MAX] = "";
+    if (settled && cache_dir) {
+        snprintf(path, sizeof path, "%s/%s-v%d-n%zu-seed%d.csv", cache_dir, w, NS_SETTLED_VERSION,
+                 n, SEED);
+        if (read_cached(path, n, pos, radius))
+            return;
+    }
+    double t0 = omp_get_wtime();
+    ns_error err;
+    if (ns_workload_generate(w, n, SEED, 0, pos, radius, &err) != NS_OK)
+        die("workload %s n=%zu: %s", w, n, err.message);
+    if (settled) {
+        fprintf(stderr, "nsearch-bench: settled %zu particles in %.1f s\n", n,
+                omp_get_wtime() - t0);
+        if (*path) {
+            mkdir(cache_dir, 0777);
+            write_cached(path, n, pos, radius);
+        }
+    }
+}
+
 /* The particles and reference for (workload, n), computed once and shared by
  * every kernel: naive up to REFERENCE_MAX_N; above, hash_serial, itself
  * checked against grid_dense (or hash_parallel where the grid is refused). */
-static void prepare(const ns_workload *w, size_t n)
+static void prepare(const char *w, size_t n)
 {
     if (cache.workload == w && cache.n == n && cache.pos)
         return;
@@ -146,10 +219,10 @@ static void prepare(const ns_workload *w, size_t n)
     cache.radius = malloc(n * sizeof(float) + 1);
     if (!cache.pos || !cache.radius)
         die("out of memory for %zu particles", n);
-    w->generate(n, SEED, cache.pos, cache.radius);
+    generate(w, n, cache.pos, cache.radius);
     ns_particles p = {n, cache.pos, cache.radius, 0.0f};
     ns_error err;
-    fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w->name, n);
+    fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w, n);
     double t0 = now();
     if (n <= REFERENCE_MAX_N) {
         cache.reference_name = "naive";
@@ -371,7 +444,7 @@ static bool known_kernel(const char *s)
 }
 static bool known_workload(const char *s)
 {
-    return ns_workload_find(s) != NULL;
+    return ns_workload_find(s) != NULL || strcmp(s, NS_SETTLED_NAME) == 0;
 }
 
 static const char help[] =
@@ -380,7 +453,10 @@ static const char help[] =
     "\n"
     "  --kernels A,B      only these kernels (default: all); the name bound selects the\n"
     "                     floor configuration (grid_sorted's build + a contact count)\n"
-    "  --workloads A,B    only these workloads (default: all)\n"
+    "  --workloads A,B    only these workloads (default: all, settled included)\n"
+    "  --cache-dir DIR    keep the settled workload's particles in DIR (settled-v<V>-n<N>-\n"
+    "                     seed<S>.csv) and reuse them: settling runs a simulation, seconds\n"
+    "                     per 20,000 particles (default: no cache)\n"
     "  --threads 1,2      thread counts for parallel kernels (default: 1 and all cores)\n"
     "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
     "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...)\n"
@@ -432,6 +508,8 @@ static options parse_options(int argc, char **argv)
                 die("--max-n '%s' is not a whole number from 1 to %zu", v, NS_MAX_PARTICLES);
             o.max_n = (size_t)n;
             o.max_n_given = true;
+        } else if (IS("--cache-dir")) {
+            cache_dir = take_value(&a, argc, argv, "--cache-dir");
         } else if (IS("--out")) {
             o.out_dir = take_value(&a, argc, argv, "--out");
         } else if (IS("--wait-policy")) {
@@ -458,7 +536,7 @@ static options parse_options(int argc, char **argv)
 static config *configs;
 static size_t n_configs, configs_capacity;
 
-static void add_config(const ns_kernel *k, bool bound, const ns_workload *w, size_t n, int threads)
+static void add_config(const ns_kernel *k, bool bound, const char *w, size_t n, int threads)
 {
     if (n_configs == configs_capacity) {
         configs_capacity = configs_capacity ? 2 * configs_capacity : 256;
@@ -469,7 +547,7 @@ static void add_config(const ns_kernel *k, bool bound, const ns_workload *w, siz
     config *c = &configs[n_configs++];
     *c = (config){k, bound, w, n, threads, "", 0, ""};
     snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", bound ? BOUND_NAME : k->name,
-             w->name, n, threads);
+             w, n, threads);
 }
 
 static int parse_threads(const char *list, int *out, int max)
@@ -497,11 +575,11 @@ static void register_sweep(const options *o, int cores)
         threads[1] = cores;
         n_threads = cores > 1 ? 2 : 1;
     }
-    for (size_t w = 0; w < ns_workload_count(); w++) {
-        const ns_workload *wl = ns_workload_at(w);
-        if (!in_list(o->workloads, wl->name))
+    for (size_t w = 0; w <= ns_workload_count(); w++) {
+        const char *wl = w < ns_workload_count() ? ns_workload_at(w)->name : NS_SETTLED_NAME;
+        if (!in_list(o->workloads, wl))
             continue;
-        bool uniform = strcmp(wl->name, "uniform") == 0;
+        bool uniform = strcmp(wl, "uniform") == 0;
         const size_t *sizes = uniform ? uniform_sizes : other_sizes;
         size_t n_sizes = uniform ? sizeof uniform_sizes / sizeof *uniform_sizes
                                  : sizeof other_sizes / sizeof *other_sizes;

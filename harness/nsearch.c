@@ -370,6 +370,16 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
+/* A particle file that does not parse: says where and what; the exit status. */
+static int parse_failure(const char *path, const ns_error *err)
+{
+    if (err->line)
+        say("%s:%zu: %s", path, err->line, err->message);
+    else
+        say("%s: %s", path, err->message);
+    return err->status == NS_ERR_OUT_OF_MEMORY ? EXIT_FAIL : EXIT_USAGE;
+}
+
 static double now_ms(void)
 {
     return omp_get_wtime() * 1e3;
@@ -501,12 +511,8 @@ static int cmd_pairs(int argc, char **argv)
     ns_error err;
     int rc = 0;
     if (ns_particle_file_parse(text, len, &file, &err) != NS_OK) {
-        if (err.line)
-            say("%s:%zu: %s", path, err.line, err.message);
-        else
-            say("%s: %s", path, err.message);
         free(text);
-        return err.status == NS_ERR_OUT_OF_MEMORY ? EXIT_FAIL : EXIT_USAGE;
+        return parse_failure(path, &err);
     }
     double read_ms = now_ms() - t0;
     if (file.columns == 3 && !opts[RADIUS].value) {
@@ -722,15 +728,10 @@ static int cmd_sim(int argc, char **argv)
         size_t len;
         char *text = read_file(input, &len);
         ns_error perr;
-        if (ns_particle_file_parse(text, len, &file, &perr) != NS_OK) {
-            if (perr.line)
-                say("%s:%zu: %s", input, perr.line, perr.message);
-            else
-                say("%s: %s", input, perr.message);
-            free(text);
-            return perr.status == NS_ERR_OUT_OF_MEMORY ? EXIT_FAIL : EXIT_USAGE;
-        }
+        ns_status parsed = ns_particle_file_parse(text, len, &file, &perr);
         free(text);
+        if (parsed != NS_OK)
+            return parse_failure(input, &perr);
         if (file.columns != 4 || file.n == 0) {
             say("%s: the simulation needs particles with radii (x,y,z,r)", input);
             ns_particle_file_free(&file);

@@ -99,7 +99,7 @@ class Results:
                       key=lambda kt: (kernel_order(kt[0]), kt[1]))
 
     def workloads(self):
-        order = ["uniform", "dambreak", "clusters", "polydisperse", "sheet"]
+        order = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
         found = {c.workload for c in self.configs.values()}
         return [w for w in order if w in found] + sorted(found - set(order))
 

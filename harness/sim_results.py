@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""nsearch sim results: plot data and a summary from a table of simulation runs.
+
+    sim_results.py data SIM.TSV --out DIR       DIR/sim_fps.dat and DIR/meta.gp for
+                                                plots/sim_fps.gp
+    sim_results.py summary SIM.TSV [--markdown] one row per line: fps at n = 1,000,
+                                                10,000 and 100,000, the doubling ratios
+                                                fps(n)/fps(2n), the search share
+
+SIM.TSV is tab-separated with a header line naming (in any order) the columns
+
+    kernel threads skin n run frames fps search_ms resolve_ms integrate_ms
+    contacts_per_frame rebuilds host
+
+one row per run of `nsearch sim --stats` (fps, the *_ms frame times and
+contacts/frame as it prints them). A line is (kernel, threads, skin); each
+line's value at n is the median over its runs. A missing column or a value
+that is not a number stops with a message naming the file and line (exit 2).
+
+Standard library only.
+"""
+import argparse
+import datetime
+import math
+import os
+import statistics
+import sys
+
+COLUMNS = ["kernel", "threads", "skin", "n", "run", "frames", "fps", "search_ms", "resolve_ms",
+           "integrate_ms", "contacts_per_frame", "rebuilds", "host"]
+TEXT = {"kernel", "host"}
+INTEGER = {"threads", "n", "run", "frames", "rebuilds"}
+SUMMARY_N = [1000, 10000, 100000]
+
+
+class InputError(Exception):
+    pass
+
+
+def read_tsv(path):
+    """The rows of SIM.TSV as dicts, numbers converted; InputError on bad input."""
+    try:
+        with open(path, newline="") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}")
+    if not lines or not lines[0].strip():
+        raise InputError(f"{path}: line 1: empty file, expected a header line with the "
+                         f"columns {' '.join(COLUMNS)}")
+    header = [h.strip() for h in lines[0].split("\t")]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{path}: line 1: header lacks the column"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                         f"(header: {' '.join(header)})")
+    where = {c: header.index(c) for c in COLUMNS}
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < len(header):
+            raise InputError(f"{path}: line {number}: {len(fields)} fields, the header has "
+                             f"{len(header)}: {line!r}")
+        row = {}
+        for c in COLUMNS:
+            value = fields[where[c]].strip()
+            if c in TEXT:
+                if not value and c == "kernel":
+                    raise InputError(f"{path}: line {number}: empty kernel")
+                row[c] = value
+                continue
+            try:
+                x = float(value)
+            except ValueError:
+                x = None
+            if x is None or not math.isfinite(x):
+                raise InputError(f"{path}: line {number}: column {c}: '{value}' is not a "
+                                 "number")
+            if c in INTEGER:
+                if x != int(x) or x < 0:
+                    raise InputError(f"{path}: line {number}: column {c}: '{value}' is not a "
+                                     "whole number")
+                x = int(x)
+            if x < 0 or (c in ("threads", "n", "fps") and x == 0):
+                raise InputError(f"{path}: line {number}: column {c}: '{value}' is out of "
+                                 "range")
+            row[c] = x
+        rows.append(row)
+    if not rows:
+        raise InputError(f"{path}: no data rows after the header")
+    return rows
+
+
+class Line:
+    """One (kernel, threads, skin) line: per n, the medians over the runs."""
+
+    def __init__(self, kernel, threads, skin):
+        self.kernel, self.threads, self.skin = kernel, threads, skin
+        self.runs = {}  # n -> [row, ...]
+
+    @property
+    def label(self):
+        s = f"{self.kernel} ({self.threads} threads)"
+        return s + (f" + skin {self.skin:g}" if self.skin > 0 else "")
+
+    @property
+    def sort_key(self):
+        # naive first, the others alphabetically; a skin variant right after its
+        # kernel's line with the same thread count
+        return (self.kernel != "naive", self.kernel, self.threads, self.skin)
+
+    def ns(self):
+        return sorted(self.runs)
+
+    def median(self, n, column):
+        return statistics.median(r[column] for r in self.runs[n])
+
+    def fps(self, n):
+        return self.median(n, "fps") if n in self.runs else None
+
+    def ratio(self, n):
+        """fps(n) / fps(2n), None without a 2n row."""
+        return self.fps(n) / self.fps(2 * n) if 2 * n in self.runs else None
+
+    def search_share(self, n):
+        s, r, i = (self.median(n, c) for c in ("search_ms", "resolve_ms", "integrate_ms"))
+        return s / (s + r + i) if s + r + i > 0 else None
+
+
+class SimResults:
+    def __init__(self, path):
+        self.path = path
+        rows = read_tsv(path)
+        lines = {}
+        for row in rows:
+            key = (row["kernel"], row["threads"], row["skin"])
+            line = lines.get(key) or Line(*key)
+            lines[key] = line
+            line.runs.setdefault(row["n"], []).append(row)
+        self.lines = sorted(lines.values(), key=lambda line: line.sort_key)
+        self.hosts = sorted({row["host"] for row in rows if row["host"]})
+        self.date = datetime.date.fromtimestamp(os.path.getmtime(path)).isoformat()
+
+    def subtitle(self):
+        return f"{', '.join(self.hosts) or '?'}, {self.date}"
+
+
+def num(x):
+    return "NaN" if x is None else f"{x:.6g}"
+
+
+def gp_text(x):
+    """A gnuplot string literal whose _ shows literally in enhanced text (as
+    harness/results.py writes them)."""
+    return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
+
+
+def write_data(results, out):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "sim_fps.dat"), "w") as f:
+        f.write(f"# {results.path}: per (kernel, threads, skin), the medians over the runs\n"
+                "# n fps ratio=fps(n)/fps(2n) search_ms resolve_ms\n")
+        for line in results.lines:
+            f.write(f'"{line.label}"\n')
+            for n in line.ns():
+                f.write(" ".join([str(n), num(line.fps(n)), num(line.ratio(n)),
+                                  num(line.median(n, "search_ms")),
+                                  num(line.median(n, "resolve_ms"))]) + "\n")
+            f.write("\n\n")
+    with open(os.path.join(out, "meta.gp"), "w") as f:
+        f.write(f"subtitle = {gp_text(results.subtitle())}\n")
+        f.write(f"blocks_sim_fps = {len(results.lines)}\n")
+
+
+def short_n(n):
+    for div, suffix in ((1000000, "M"), (1000, "k")):
+        if n >= div and n % (div // 10) == 0:
+            return f"{n / div:g}{suffix}"
+    return str(n)
+
+
+def fps_text(x):
+    if x is None:
+        return ""
+    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def table(rows, markdown):
+    if markdown:
+        out = ["| " + " | ".join(rows[0]) + " |", "|" + "|".join("---" for _ in rows[0]) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        return "\n".join(out)
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(x.ljust(widths[c]) for c, x in enumerate(r)).rstrip()
+                     for r in rows)
+
+
+def summary(results, markdown=False):
+    out = ["# nsearch sim summary\n" if markdown else "nsearch sim summary",
+           f"{results.path}: {results.subtitle()}. Medians over the runs; a doubling ratio "
+           "is fps(n)/fps(2n): 4 for O(n^2), 2 for O(n); search share is search / (search + "
+           "resolve + integrate) at the largest n.", ""]
+    rows = [["line"] + [f"fps n={n:,}" for n in SUMMARY_N] + ["fps(n)/fps(2n)",
+                                                              "search share"]]
+    for line in results.lines:
+        ratios = ", ".join(f"{short_n(n)}->{short_n(2 * n)} {line.ratio(n):.1f}"
+                           for n in line.ns() if line.ratio(n) is not None)
+        largest = line.ns()[-1]
+        share = line.search_share(largest)
+        rows.append([line.label] + [fps_text(line.fps(n)) for n in SUMMARY_N]
+                    + [ratios or "-", "-" if share is None else
+                       f"{share:.2f} (n={largest:,})"])
+    out.append(table(rows, markdown))
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="sim_results.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("data", help="plot data for plots/sim_fps.gp")
+    p.add_argument("tsv")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("summary", help="a table, one row per line")
+    p.add_argument("tsv")
+    p.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv[1:])
+    try:
+        results = SimResults(args.tsv)
+    except InputError as e:
+        print(f"sim_results.py: {e}", file=sys.stderr)
+        return 2
+    if args.cmd == "data":
+        write_data(results, args.out)
+    else:
+        sys.stdout.write(summary(results, args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

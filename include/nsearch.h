@@ -256,9 +256,10 @@ typedef struct ns_sim_params {
 } ns_sim_params;
 ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
 
-/* Release positions: the layout's particles at 4 times their spacing (radii
- * kept), and a box around them with room of two largest radii on every side.
- * Coordinates are the layout's times 4, exactly. */
+/* Release positions: the layout's particles spread out (radii kept), its
+ * coordinates times 2 in x and y and times 8 in z, exactly (a column that
+ * settles into a pile a few particles deep), and a box around them with room
+ * of two largest radii on every side. */
 void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
                   float box_lo[3], float box_hi[3]);
 

@@ -231,8 +231,13 @@ static void project(const ns_sim *sim, const float *q, float *out)
             if (d > 0.0f) {
                 float k = share / d;
                 sx -= k * dx, sy -= k * dy, sz -= k * dz;
-            } else { /* coincident: the lower index goes down, the other up */
-                sz -= (uint32_t)i < j ? share : -share;
+            } else { /* coincident: apart along the axis (i + j) mod 3, the lower
+                      * index towards -, the other towards + */
+                float push = (uint32_t)i < j ? share : -share;
+                int axis = (int)(((uint64_t)i + j) % 3);
+                sx -= axis == 0 ? push : 0.0f;
+                sy -= axis == 1 ? push : 0.0f;
+                sz -= axis == 2 ? push : 0.0f;
             }
             pushes++;
         }
@@ -285,9 +290,9 @@ static ns_status check_params(const ns_sim_params *p, size_t n, const float *rad
         !(p->shock >= 0.0f && p->shock <= 60.0f) || !(p->skin >= 0.0f && p->skin <= 1e30f))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "simulation parameters out of range (dt %g, gravity %g, iterations %d, "
-                        "relaxation %g, damping %g, margin %g, skin %g)",
+                        "relaxation %g, damping %g, shock %g, margin %g, skin %g)",
                         (double)p->dt, (double)p->gravity, p->iterations, (double)p->relaxation,
-                        (double)p->damping, (double)p->margin, (double)p->skin);
+                        (double)p->damping, (double)p->shock, (double)p->margin, (double)p->skin);
     for (int k = 0; k < 3; k++)
         if (!(isfinite(p->box_lo[k]) && isfinite(p->box_hi[k]) && p->box_lo[k] < p->box_hi[k]))
             return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
@@ -306,10 +311,11 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
                         const ns_sim_params *params, size_t n, const float *pos,
                         const float *radius, ns_sim **out, ns_error *err)
 {
+    if (out)
+        *out = NULL;
     if (!out || !params || (n && (!pos || !radius)))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "a NULL output, parameters, positions or radii");
-    *out = NULL;
     ns_particles given = {.n = n, .pos = pos, .radius = radius};
     ns_status st = ns_particles_validate(&given, err);
     if (st == NS_OK)

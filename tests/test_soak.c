@@ -7,14 +7,115 @@
  * 4x either way, or some set to 0), a thread count (1 to 8) and a hash table
  * size (default or small), then requires every kernel's sorted contacts to
  * equal naive's exactly (grid_dense may refuse for its memory cap) and
- * grid_sorted's count to equal its contacts. Reports how many
- * configurations it checked; label soak, excluded from the default run
- * (ctest --preset soak). */
+ * grid_sorted's count to equal its contacts. Then the same set moves
+ * through ns_skin (a random kernel and skin, 0 and too small included) for
+ * a few steps - small jitter, a particle jumping further than the skin,
+ * halves approaching each other, a radius or n changing - and every step's
+ * sorted contacts must equal a fresh naive search. Reports how many
+ * configurations and skin steps it checked; label soak, excluded from the
+ * default run (ctest --preset soak). */
 #include "testlib.h"
 
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+static size_t skin_sequences = 0, skin_steps = 0;
+
+/* The set s (with p's radius scheme) moving through one ns_skin. */
+static void soak_skin(const tl_set *s, const ns_particles *p0, const ns_config *cfg, uint64_t *rng,
+                      ns_contact_list *ref, ns_contact_list *got, const char *context)
+{
+    const ns_kernel *K = ns_kernel_at(tl_rng(rng) % ns_kernel_count());
+    tl_set cur;
+    tl_set_init(&cur, s->n);
+    memcpy(cur.pos, s->pos, 3 * s->n * sizeof(float));
+    memcpy(cur.radius, s->radius, s->n * sizeof(float));
+    const int uniform = p0->radius == NULL;
+    float rmax = uniform ? p0->radius_uniform : 0.0f;
+    for (size_t i = 0; i < cur.n && !uniform; i++)
+        rmax = cur.radius[i] > rmax ? cur.radius[i] : rmax;
+    if (!(rmax > 0.0f))
+        rmax = 0.5f;
+    unsigned kind = (unsigned)(tl_rng(rng) % 8);
+    float skin = kind == 0   ? 0.0f
+                 : kind == 1 ? 1e-6f * rmax
+                             : rmax * tl_rng_float(rng, 0.02f, 1.0f);
+    ns_skin *sk = NULL;
+    ns_error err;
+    REQUIRE(ns_skin_create(K, cfg, skin, &sk, &err) == NS_OK);
+    size_t steps = 5 + tl_rng(rng) % 26, ok_searches = 0;
+    float r_uniform = p0->radius_uniform;
+    for (size_t t = 0; t < steps; t++) {
+        unsigned ev = (unsigned)(tl_rng(rng) % 12);
+        float reach = skin > 0.0f ? skin : 0.05f * rmax;
+        if (t == 0 || cur.n == 0) {
+            /* the set as drawn */
+        } else if (ev == 0) { /* one particle jumps */
+            size_t i = tl_rng(rng) % cur.n;
+            cur.pos[3 * i + tl_rng(rng) % 3] +=
+                tl_rng_float(rng, -1.0f, 1.0f) * (1.5f * reach + rmax);
+        } else if (ev == 1) { /* a radius changes */
+            if (uniform)
+                r_uniform *= tl_rng(rng) & 1 ? 0.95f : 1.05f;
+            else
+                cur.radius[tl_rng(rng) % cur.n] *= tl_rng_float(rng, 0.5f, 1.5f);
+        } else if (ev == 2) { /* n changes */
+            size_t m = 1 + tl_rng(rng) % (cur.n / 8 + 1);
+            if (tl_rng(rng) & 1 && cur.n > m) {
+                cur.n -= m;
+            } else {
+                tl_set extra;
+                tl_set_init(&extra, m);
+                for (size_t e = 0; e < m; e++) {
+                    size_t src = tl_rng(rng) % cur.n;
+                    for (int k = 0; k < 3; k++)
+                        extra.pos[3 * e + k] =
+                            cur.pos[3 * src + k] + tl_rng_float(rng, -1.0f, 1.0f) * rmax;
+                    extra.radius[e] = cur.radius[src];
+                }
+                tl_set_append(&cur, &extra);
+                tl_set_free(&extra);
+            }
+        } else if (ev == 3) { /* halves approach each other */
+            int k = (int)(tl_rng(rng) % 3);
+            float a = tl_rng_float(rng, 0.0f, 0.3f) * reach;
+            for (size_t i = 0; i < cur.n; i++)
+                cur.pos[3 * i + k] += i & 1 ? a : -a;
+        } else { /* jitter */
+            float a = tl_rng_float(rng, 0.0f, 0.15f) * reach;
+            for (size_t k = 0; k < 3 * cur.n; k++)
+                cur.pos[k] += tl_rng_float(rng, -a, a);
+        }
+        ns_particles p = tl_particles(&cur);
+        if (uniform) {
+            p.radius = NULL;
+            p.radius_uniform = r_uniform;
+        }
+        check_set_context("%s; skin %s %g, step %zu of %zu (event %u), n=%zu", context, K->name,
+                          (double)skin, t, steps, ev, cur.n);
+        REQUIRE(tl_find(tl_kernel("naive"), &p, cfg, ref, &err) == NS_OK);
+        ns_status st = ns_skin_search(sk, &p, got, &err);
+        if (st == NS_ERR_TOO_LARGE && tl_is_dense(K))
+            break;
+        CHECK_STATUS(st, NS_OK, &err);
+        if (st != NS_OK)
+            break;
+        ok_searches++;
+        ns_contact_list_sort(got);
+        tl_lists_equal(ref, got, "ns_skin_search vs naive");
+        ns_skin_info info;
+        ns_skin_get_info(sk, &info);
+        CHECK_EQ_U(info.searches, ok_searches);
+        CHECK_CMP_U(info.rebuilds, <=, info.searches);
+        skin_steps++;
+        if (check_failures)
+            break;
+    }
+    skin_sequences++;
+    ns_skin_destroy(sk);
+    tl_set_free(&cur);
+}
 
 int main(int argc, char **argv)
 {
@@ -73,10 +174,15 @@ int main(int argc, char **argv)
         CHECK_STATUS(ns_index_count(index, &counted, &err), NS_OK, &err);
         CHECK_EQ_U(counted, ref.count);
         ns_index_destroy(index);
+        /* the same set moving through ns_skin */
+        char context[sizeof check_context];
+        snprintf(context, sizeof context, "%s", check_context);
+        soak_skin(&s, &p, &cfg, &rng, &ref, &got, context);
         configs++;
     }
-    printf("soak: %zu configurations checked (%zu kernel searches against naive) in %.0f s\n",
-           configs, searches, omp_get_wtime() - start);
+    printf("soak: %zu configurations checked (%zu kernel searches against naive, %zu skin steps "
+           "in %zu sequences) in %.0f s\n",
+           configs, searches, skin_steps, skin_sequences, omp_get_wtime() - start);
     ns_contact_list_free(&ref);
     ns_contact_list_free(&got);
     tl_set_free(&s);

@@ -157,8 +157,7 @@ float tl_rng_float(uint64_t *state, float lo, float hi)
 
 /* ---- running kernels ---- */
 
-static void check_failure_contract(ns_status st, const ns_error *err,
-                                   const ns_contact_list *contacts)
+void tl_check_error(ns_status st, const ns_error *err)
 {
     if (st == NS_OK)
         return;
@@ -167,6 +166,14 @@ static void check_failure_contract(ns_status st, const ns_error *err,
     CHECK_MSG(err->message[0] != '\0', "empty error message for status %s", ns_status_str(st));
     CHECK_MSG(memchr(err->message, '\0', sizeof err->message) != NULL,
               "error message not NUL-terminated");
+}
+
+static void check_failure_contract(ns_status st, const ns_error *err,
+                                   const ns_contact_list *contacts)
+{
+    if (st == NS_OK)
+        return;
+    tl_check_error(st, err);
     CHECK_MSG(contacts->count == 0, "count %zu after a failed search (want 0)", contacts->count);
     if (st == NS_ERR_OUT_OF_MEMORY || st == NS_ERR_TOO_MANY_CONTACTS ||
         st == NS_ERR_INVALID_ARGUMENT)

@@ -51,6 +51,10 @@ uint32_t tl_bits(float f);
 uint64_t tl_rng(uint64_t *state);
 float tl_rng_float(uint64_t *state, float lo, float hi);
 
+/* The error half of the failure contract, for any call: err->status equals a
+ * failed st and the message is non-empty and terminated. Nothing for NS_OK. */
+void tl_check_error(ns_status st, const ns_error *err);
+
 /* Runs ns_find_contacts and, on NS_OK, sorts the list. On failure it checks
  * the documented failure contract: err->status == returned status, a
  * non-empty message, and contacts->count == 0. err may be NULL (a local one

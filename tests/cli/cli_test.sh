@@ -1160,6 +1160,315 @@ case_err_bad_output_dir() {
     [ -e no-such-dir ] && fail "--output no-such-dir/out.csv: created the folder"
 }
 
+# ------------------------------------------------------------------ sim
+# `nsearch sim`: the particle simulation (see `nsearch sim --help`).
+
+# sim_dir_is DIR NAMES...: DIR holds exactly these entries (no temporary file).
+sim_dir_is() {
+    local dir=$1
+    shift
+    local want got
+    want=$(printf '%s\n' "$@" | LC_ALL=C sort)
+    got=$(ls -A "$dir" | LC_ALL=C sort)
+    if [ "$want" != "$got" ]; then
+        fail "$dir holds other files than expected (a temporary file left behind?):"
+        diff <(echo "$want") <(echo "$got") | sed 's/^/    /'
+        return 1
+    fi
+    return 0
+}
+
+# sim_check_frame FRAME N BOX WHAT: a particle file x,y,z,r with N particles,
+# all finite, every sphere inside the box of BOX (box.csv), within float rounding.
+sim_check_frame() {
+    local f=$1 n=$2 box=$3 what=$4 msg
+    msg=$(awk -F, -v n="$n" -v box="$(sed -n 2p "$box")" '
+        function bad(why) { nb++; if (nb <= 5) printf "line %d: %s: %s\n", NR, why, $0 }
+        BEGIN { split(box, b, ","); for (k = 1; k <= 3; k++) tol[k] = 1e-6 * (b[k] < 0 ? -b[k] : b[k]) + 1e-6 * (b[k+3] < 0 ? -b[k+3] : b[k+3]) + 1e-6 }
+        NR == 1 { if ($0 != "x,y,z,r") bad("header is not x,y,z,r"); next }
+        {
+            if (NF != 4) { bad("not 4 fields"); next }
+            for (k = 1; k <= 4; k++) if ($k !~ /^-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$/) bad("field " k " is not a finite number")
+            for (k = 1; k <= 3; k++)
+                if ($k - $4 < b[k] - tol[k] || $k + $4 > b[k+3] + tol[k]) bad("sphere outside the box on axis " k)
+            rows++
+        }
+        END { if (rows != n) printf "%d particles, want %d\n", rows, n }' "$f")
+    if [ -n "$msg" ]; then
+        fail "$what: $(basename "$f") is not a frame of $n particles inside the box"
+        echo "$msg" | sed 's/^/    /'
+        return 1
+    fi
+    return 0
+}
+
+case_sim_help() {
+    ok sim_help sim --help || return
+    for opt in --n --layout --seed --input --kernel --frames --dt --iterations --skin --threads \
+        --output-dir --every --stats; do
+        grep -Fq -- "$opt" "$K/sim_help.out" || fail "nsearch sim --help does not mention $opt"
+    done
+    ok help --help && { grep -Fq sim "$K/help.out" || fail "nsearch --help does not mention sim"; }
+}
+
+case_sim_stats() {
+    okv stats sim --n 500 --frames 20 --stats || return
+    sed 's/^/    stats: /' "$K/stats.err"
+    [ -s "$K/stats.out" ] && fail "sim --stats: stdout is not empty"
+    awk '$1 == "fps" { if ($2 + 0 > 0) ok = 1 } END { exit !ok }' "$K/stats.err" ||
+        fail "sim --stats: no line 'fps <positive number>' on stderr"
+    has_number "$K/stats.err" 500 || fail "sim --stats: the particle count 500 is not on stderr"
+    has_number "$K/stats.err" 20 || fail "sim --stats: the frame count 20 is not on stderr"
+    for word in search resolve; do
+        grep -iq "$word" "$K/stats.err" || fail "sim --stats: no '$word' time on stderr"
+    done
+    # without --stats, without --output-dir: nothing at all
+    ok quiet sim --n 200 --frames 5 && [ -s "$K/quiet.out" ] && fail "sim without --stats: stdout not empty"
+}
+
+case_sim_frames() {
+    mkdir fr
+    ok frames sim --n 300 --frames 20 --every 5 --output-dir fr || return
+    [ -s "$K/frames.out" ] && fail "sim --output-dir: stdout not empty"
+    sim_dir_is fr box.csv frame-000000.csv frame-000005.csv frame-000010.csv frame-000015.csv \
+        frame-000020.csv
+    [ "$(sed -n 1p fr/box.csv)" = "lo_x,lo_y,lo_z,hi_x,hi_y,hi_z" ] ||
+        fail "box.csv: header is not lo_x,lo_y,lo_z,hi_x,hi_y,hi_z: $(sed -n 1p fr/box.csv)"
+    [ "$(wc -l <fr/box.csv)" -eq 2 ] || fail "box.csv: not a header and one line"
+    awk -F, 'NR == 2 { exit !(NF == 6 && $1 < $4 && $2 < $5 && $3 < $6) }' fr/box.csv ||
+        fail "box.csv: not lo < hi on every axis: $(sed -n 2p fr/box.csv)"
+    local f c
+    for f in fr/frame-*.csv; do
+        sim_check_frame "$f" 300 fr/box.csv "sim --output-dir"
+        ok "pairs_$(basename "$f" .csv)" pairs --kernel naive --input "$f" || continue
+        check_csv "$K/pairs_$(basename "$f" .csv).out" "nsearch pairs on $(basename "$f")"
+    done
+    c=$(contact_count "$K/pairs_frame-000020.out")
+    note "frame 20: $c contacts"
+    cmp -s fr/frame-000000.csv fr/frame-000020.csv && fail "frames 0 and 20 are identical: nothing moved"
+    # the radii are the layout's, unchanged through the frames
+    cut -d, -f4 fr/frame-000000.csv >"$K/r0"
+    cut -d, -f4 fr/frame-000020.csv >"$K/r20"
+    same "$K/r0" "$K/r20" "radii of frames 0 and 20"
+    # the last frame is written even when --every does not divide --frames
+    mkdir odd
+    ok odd sim --n 100 --frames 12 --every 5 --output-dir odd &&
+        sim_dir_is odd box.csv frame-000000.csv frame-000005.csv frame-000010.csv frame-000012.csv
+    # --every 1 (the default): every frame
+    mkdir all
+    ok all sim --n 100 --frames 3 --output-dir all &&
+        sim_dir_is all box.csv frame-000000.csv frame-000001.csv frame-000002.csv frame-000003.csv
+    # frames 0..12 of the odd run equal the same frames of a run with --every 1
+    mkdir all12
+    ok all12 sim --n 100 --frames 12 --output-dir all12 &&
+        for f in frame-000000.csv frame-000005.csv frame-000010.csv frame-000012.csv; do
+            same odd/$f all12/$f "--every 5 vs --every 1: $f"
+        done
+}
+
+# sim_run_dir LABEL DIR ARGS...: runs sim with --output-dir DIR (created here).
+sim_run_dir() {
+    local label=$1 dir=$2
+    shift 2
+    mkdir -p "$dir"
+    ok "$label" sim "$@" --output-dir "$dir"
+}
+
+# sim_same_dirs A B WHAT: the same files, byte-identical.
+sim_same_dirs() {
+    local f n=0
+    if [ "$(ls -A "$1")" != "$(ls -A "$2")" ]; then
+        fail "$3: $1 and $2 hold different files"
+        return 1
+    fi
+    for f in "$1"/*; do
+        same "$f" "$2/$(basename "$f")" "$3" || return 1
+        n=$((n + 1))
+    done
+    note "$3: $n files identical"
+}
+
+case_sim_threads_identical() {
+    sim_run_dir t1 t1 --n 800 --frames 40 --every 4 --threads 1 || return
+    sim_run_dir t2 t2 --n 800 --frames 40 --every 4 --threads 2 &&
+        sim_same_dirs t1 t2 "--threads 1 vs --threads 2"
+    sim_run_dir t3 t3 --n 800 --frames 40 --every 4 --threads 3 &&
+        sim_same_dirs t1 t3 "--threads 1 vs --threads 3"
+    mkdir e1
+    ok_env env1 OMP_NUM_THREADS=1 sim --n 800 --frames 40 --every 4 --output-dir e1 &&
+        sim_same_dirs t1 e1 "--threads 1 vs OMP_NUM_THREADS=1"
+    # a polydisperse layout, and the settled one
+    sim_run_dir p1 p1 --n 600 --layout polydisperse --seed 3 --frames 30 --every 10 --threads 1 &&
+        sim_run_dir p3 p3 --n 600 --layout polydisperse --seed 3 --frames 30 --every 10 --threads 3 &&
+        sim_same_dirs p1 p3 "polydisperse: --threads 1 vs 3"
+    sim_run_dir s1 s1 --n 400 --layout settled --frames 10 --every 5 --threads 1 &&
+        sim_run_dir s2 s2 --n 400 --layout settled --frames 10 --every 5 --threads 2 &&
+        sim_same_dirs s1 s2 "settled: --threads 1 vs 2"
+    sim_check_frame s1/frame-000000.csv 400 s1/box.csv "--layout settled"
+}
+
+case_sim_kernels_identical() {
+    load_kernels
+    sim_run_dir naive k_naive --n 400 --frames 30 --kernel naive || return
+    sim_check_frame k_naive/frame-000030.csv 400 k_naive/box.csv "naive"
+    local k
+    for k in "${KERNELS[@]}"; do
+        [ "$k" = naive ] && continue
+        sim_run_dir "k_$k" "k_$k" --n 400 --frames 30 --kernel "$k" &&
+            sim_same_dirs k_naive "k_$k" "sim --kernel $k vs naive"
+    done
+    ok pairs30 pairs --kernel naive --input k_naive/frame-000030.csv &&
+        note "spawned layout, frame 30: $(contact_count "$K/pairs30.out") contacts"
+    # crowded starts: a settled pile, and a raw (overlapping) uniform workload
+    gen uniform 400 6 raw.csv
+    local start
+    for start in "--layout settled --n 400" "--input raw.csv"; do
+        local tag=${start%% *}
+        tag=${tag#--}
+        # shellcheck disable=SC2086
+        sim_run_dir "${tag}_naive" "${tag}_naive" $start --frames 30 --every 10 --kernel naive || continue
+        ok "${tag}_pairs" pairs --kernel naive --input "${tag}_naive/frame-000030.csv" &&
+            note "$start, frame 30: $(contact_count "$K/${tag}_pairs.out") contacts"
+        for k in "${KERNELS[@]}"; do
+            [ "$k" = naive ] && continue
+            # shellcheck disable=SC2086
+            sim_run_dir "${tag}_$k" "${tag}_$k" $start --frames 30 --every 10 --kernel "$k" &&
+                sim_same_dirs "${tag}_naive" "${tag}_$k" "$start: sim --kernel $k vs naive"
+        done
+    done
+    # a skin reuses searches, the frames stay the same
+    for d in 0.1 0.5; do
+        sim_run_dir "skin_$d" "skin_$d" --n 400 --frames 30 --kernel grid_sorted --skin "$d" &&
+            sim_same_dirs k_naive "skin_$d" "sim --skin $d vs naive"
+    done
+    okv skin_stats sim --n 400 --frames 200 --skin 0.3 --stats || return
+    local rebuilt
+    rebuilt=$(awk '/rebuilt/ { print $NF }' "$K/skin_stats.err")
+    note "--skin 0.3, 200 frames: searches rebuilt $rebuilt"
+    [ -n "$rebuilt" ] && [ "$rebuilt" -lt 200 ] 2>/dev/null ||
+        fail "sim --skin 0.3 --stats: 'searches rebuilt' is not below the 200 frames: '$rebuilt'"
+}
+
+case_sim_input() {
+    mkdir fr
+    ok frames sim --n 300 --frames 10 --every 10 --output-dir fr || return
+    # a frame fed back
+    mkdir again
+    ok again sim --input fr/frame-000010.csv --frames 5 --output-dir again || return
+    sim_dir_is again box.csv frame-000000.csv frame-000001.csv frame-000002.csv frame-000003.csv \
+        frame-000004.csv frame-000005.csv
+    sim_check_frame again/frame-000005.csv 300 again/box.csv "sim --input a frame"
+    cut -d, -f4 fr/frame-000010.csv >"$K/r_in"
+    cut -d, -f4 again/frame-000005.csv >"$K/r_out"
+    same "$K/r_in" "$K/r_out" "--input: the radii are the file's"
+    # deterministic from the file, at any thread count
+    mkdir again3
+    ok again3 sim --input fr/frame-000010.csv --frames 5 --threads 3 --output-dir again3 &&
+        sim_same_dirs again again3 "--input: default threads vs --threads 3"
+    # a generated file, with comments and a header, also without --output-dir
+    gen polydisperse 250 5 p.csv
+    { echo "# a comment"; cat p.csv; } >pc.csv
+    okv gen_in sim --input pc.csv --frames 5 --stats || return
+    has_number "$K/gen_in.err" 250 || fail "sim --input: the particle count 250 is not on stderr"
+    "$BIN" gen --workload settled --n 300 --seed 2 >settled.csv 2>"$K/gen_settled.err" ||
+        die "nsearch gen --workload settled failed: $(head -3 "$K/gen_settled.err")"
+    mkdir st
+    ok settled_in sim --input settled.csv --frames 3 --output-dir st &&
+        sim_check_frame st/frame-000003.csv 300 st/box.csv "sim --input a settled pile"
+}
+
+# sim_fail FILE ARGS...: expect_fail 2 with an empty --output-dir od, which
+# stays empty.
+sim_fail() {
+    local file=$1
+    shift
+    rm -rf od
+    mkdir od
+    expect_fail 2 "$file" "" sim "$@" --output-dir od
+    sim_dir_is od
+}
+
+case_sim_err_no_n() {
+    sim_fail "" --frames 5
+    message_matches '--n|input' "sim without --n"
+}
+case_sim_err_n_zero() {
+    sim_fail "" --n 0
+    message_matches '--n' "--n 0"
+    sim_fail "" --n -5
+    sim_fail "" --n abc
+}
+case_sim_err_unknown_layout() {
+    sim_fail "" --n 100 --layout tornado
+    message_matches tornado "unknown layout"
+}
+case_sim_err_unknown_kernel() {
+    sim_fail "" --n 100 --kernel quantum
+    message_matches quantum "unknown kernel"
+}
+case_sim_err_every_without_output_dir() {
+    expect_fail 2 "" "" sim --n 100 --every 5
+    message_matches 'every' "--every without --output-dir"
+    sim_fail "" --n 100 --every 0
+    message_matches 'every' "--every 0"
+}
+case_sim_err_output_dir_missing() {
+    expect_fail 2 "" "" sim --n 100 --frames 3 --output-dir no-such-dir
+    message_matches 'no-such-dir' "--output-dir that does not exist"
+    [ -e no-such-dir ] && fail "--output-dir no-such-dir: created the folder"
+    printf 'a file\n' >plain
+    expect_fail 2 "" "" sim --n 100 --frames 3 --output-dir plain
+    message_matches 'plain' "--output-dir a file"
+}
+case_sim_err_three_columns() {
+    good_input
+    sim_fail good3.csv --input good3.csv
+    message_matches 'radi|x,y,z,r|column' "--input with a 3-column file"
+}
+case_sim_err_bad_input() {
+    printf 'x,y,z,r\n0,0,0,0.5\n1,nan,0,0.5\n' >nan.csv
+    sim_fail nan.csv --input nan.csv
+    printf 'x,y,z,r\n0,0,0,0.5\n1,0,0,-0.5\n' >neg.csv
+    sim_fail neg.csv --input neg.csv
+    sim_fail no-such-file.csv --input no-such-file.csv
+}
+case_sim_err_n_with_input() {
+    good_input
+    sim_fail "" --n 100 --input good.csv
+    message_matches 'input' "--n with --input"
+}
+case_sim_err_dt_zero() {
+    sim_fail "" --n 100 --dt 0
+    message_matches '--dt' "--dt 0"
+    sim_fail "" --n 100 --dt -0.01
+    sim_fail "" --n 100 --dt nan
+}
+case_sim_err_bad_values() {
+    sim_fail "" --n 100 --frames -1
+    message_matches 'frames' "--frames -1"
+    sim_fail "" --n 100 --iterations 0
+    message_matches 'iterations' "--iterations 0"
+    sim_fail "" --n 100 --skin -1
+    message_matches 'skin' "--skin -1"
+    sim_fail "" --n 100 --threads 0
+    message_matches 'threads' "--threads 0"
+    sim_fail "" --n 100 --seed x
+    sim_fail "" --n 100 --frobnicate
+    message_matches 'frobnicate' "unknown option"
+}
+case_sim_err_write_fails() {
+    # frame 5 cannot be written (a folder of that name): exit 1, one line, and
+    # nothing left but what was complete before
+    mkdir od od/frame-000005.csv
+    run wf sim --n 50 --frames 12 --every 5 --output-dir od
+    [ "$RC" -eq 1 ] || fail "sim with an unwritable frame: exit $RC, want 1 (a write error)"
+    [ "$(wc -l <"$K/wf.err")" -eq 1 ] || fail "sim with an unwritable frame: stderr is not one line"
+    grep -Fq frame-000005.csv "$K/wf.err" || fail "the message does not name the frame: $(head -1 "$K/wf.err")"
+    note "$(head -1 "$K/wf.err")"
+    sim_dir_is od box.csv frame-000000.csv frame-000005.csv
+    sim_check_frame od/frame-000000.csv 50 od/box.csv "the frame before the failure"
+}
+
 # ---------------------------------------------------------------- main
 
 if ! declare -F "case_$CASE" >/dev/null; then

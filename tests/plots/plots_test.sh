@@ -10,38 +10,8 @@ data="$root/tests/plots"
 fails=0
 fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
 
-# A PNG: the signature, an IHDR first, an IEND last.
-check_png() {
-    [ -s "$1" ] || { fail "$1 is missing or empty"; return; }
-    python3 - "$1" <<'PY' || fail "$1 is not a valid PNG"
-import struct, sys, zlib
-b = open(sys.argv[1], "rb").read()
-assert b[:8] == b"\x89PNG\r\n\x1a\n", "signature"
-pos, chunks = 8, []
-while pos < len(b):
-    length, kind = struct.unpack(">I4s", b[pos:pos + 8])
-    body = b[pos + 8:pos + 8 + length]
-    crc = struct.unpack(">I", b[pos + 8 + length:pos + 12 + length])[0]
-    assert zlib.crc32(kind + body) & 0xffffffff == crc, "crc of " + kind.decode()
-    chunks.append(kind)
-    pos += 12 + length
-assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND", chunks
-w, h = struct.unpack(">II", b[16:24])
-assert w >= 400 and h >= 300, (w, h)
-PY
-}
-
-# An SVG: well-formed XML whose root is <svg> and that draws something.
-check_svg() {
-    [ -s "$1" ] || { fail "$1 is missing or empty"; return; }
-    python3 - "$1" <<'PY' || fail "$1 is not a valid SVG"
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-assert root.tag.endswith("svg"), root.tag
-assert sum(1 for e in root.iter() if e.tag.endswith(("path", "polyline", "line", "rect"))) > 10
-assert any("".join(e.itertext()).strip() for e in root.iter() if e.tag.endswith("text")), "no text"
-PY
-}
+# check_png, check_svg
+source "$root/tests/plots/checks.sh"
 
 case $case in
 figures)

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# sim_test.sh ROOT SCRATCH - the simulation figures from the committed fixture
+# tests/plots/sim/: harness/sim_results.py data and summary on sim.tsv (medians
+# and doubling ratios checked against the values the fixture implies), its
+# refusal of malformed tables (exit 2, naming the line), plots/sim_fps.gp as
+# PNG and SVG, and plots/sim_anim.gp on two small frames.
+set -euo pipefail
+root=$1 scratch=$2
+rm -rf "$scratch"
+mkdir -p "$scratch"
+fixture="$root/tests/plots/sim"
+script="$root/harness/sim_results.py"
+fails=0
+fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
+
+# check_png, check_svg
+source "$root/tests/plots/checks.sh"
+
+# ---- data: sim_fps.dat and meta.gp hold what the fixture implies ----
+if python3 "$script" data "$fixture/sim.tsv" --out "$scratch/data" 2>"$scratch/data.err"; then
+    python3 - "$scratch/data" <<'PY' || fail "sim_fps.dat or meta.gp differs from the fixture's values"
+import math, sys
+data = sys.argv[1]
+# Per line, in order (naive first, the skin variant after its kernel): rows of
+# n, median fps, fps(n)/fps(2n) (None: no 2n), median search ms, median resolve ms.
+# Two runs each (the median is their mean), but grid_sorted n=4000 has a third,
+# outlying run that the median ignores.
+expected = [
+    ("naive (1 threads)", [(500, 2050, 2050 / 530, 0.39, 0.09),
+                           (1000, 530, 530 / 135, 1.59, 0.295),
+                           (2000, 135, 135 / 35, 6.8, 0.57),
+                           (4000, 35, None, 27.4, 1.18)]),
+    ("grid_sorted (2 threads)", [(1000, 4100, 2.0, 0.135, 0.11),
+                                 (2000, 2050, 2050 / 1010, 0.27, 0.215),
+                                 (4000, 1010, None, 0.54, 0.44),
+                                 (10000, 410, 2.0, 1.35, 1.075),
+                                 (20000, 205, None, 2.75, 2.15),
+                                 (100000, 39, None, 14.0, 11.5)]),
+    ("grid_sorted (2 threads) + skin 0.1", [(1000, 6100, 2.0, 0.05, 0.11),
+                                            (2000, 3050, None, 0.1, 0.215)]),
+]
+text = open(f"{data}/sim_fps.dat").read()
+blocks = [b for b in text.split("\n\n\n") if b.strip()]
+lines = [[l for l in b.splitlines() if l.strip() and not l.startswith("#")] for b in blocks]
+assert len(lines) == len(expected), f"{len(lines)} blocks, expected {len(expected)}"
+for got, (title, rows) in zip(lines, expected):
+    assert got[0] == f'"{title}"', (got[0], title)
+    assert len(got) - 1 == len(rows), (title, got)
+    for line, want in zip(got[1:], rows):
+        fields = line.split()
+        assert len(fields) == 5, line
+        assert int(fields[0]) == want[0], (title, line)
+        for f, w in zip(fields[1:], want[1:]):
+            if w is None:
+                assert f == "NaN", (title, line, "ratio should be NaN")
+            else:
+                assert math.isclose(float(f), w, rel_tol=1e-5), (title, line, w)
+meta = open(f"{data}/meta.gp").read()
+assert "blocks_sim_fps = 3\n" in meta, meta
+assert 'subtitle = "fixture\\\\_host, ' in meta, meta
+PY
+else
+    cat "$scratch/data.err"
+    fail "sim_results.py data failed"
+fi
+
+# ---- summary: one row per line, fps at 1k/10k/100k, ratios, search share ----
+if python3 "$script" summary "$fixture/sim.tsv" >"$scratch/summary.txt" 2>&1 &&
+   python3 "$script" summary "$fixture/sim.tsv" --markdown >"$scratch/summary.md" 2>&1; then
+    python3 - "$scratch/summary.txt" "$scratch/summary.md" <<'PY' || fail "summary differs from the fixture's values"
+import re, sys
+plain, md = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+rows = {l.split("  ")[0]: re.split(r"\s{2,}", l.strip()) for l in plain.splitlines()
+        if l.startswith(("naive", "grid_sorted"))}
+assert rows["naive (1 threads)"] == ["naive (1 threads)", "530",
+                                     "500->1k 3.9, 1k->2k 3.9, 2k->4k 3.9", "0.96 (n=4,000)"], rows
+assert rows["grid_sorted (2 threads)"] == [
+    "grid_sorted (2 threads)", "4100", "410", "39", "1k->2k 2.0, 2k->4k 2.0, 10k->20k 2.0",
+    "0.55 (n=100,000)"], rows
+assert "| grid_sorted (2 threads) + skin 0.1 | 6100 |  |  | 1k->2k 2.0 | 0.32 (n=2,000) |" in md, md
+assert md.count("\n|") >= 4, md
+PY
+else
+    cat "$scratch/summary.txt" "$scratch/summary.md"
+    fail "sim_results.py summary failed"
+fi
+
+# ---- malformed tables: exit 2 and a message naming the file, line and value ----
+refuses() {  # refuses NAME PATTERN...: sim_results.py data on $scratch/NAME
+    local name=$1 rc=0
+    shift
+    python3 "$script" data "$scratch/$name" --out "$scratch/bad-data" >"$scratch/$name.err" 2>&1 ||
+        rc=$?
+    [ $rc -eq 2 ] || { cat "$scratch/$name.err"; fail "$name: exit $rc, expected 2"; return; }
+    for pattern in "$@"; do
+        grep -q -- "$pattern" "$scratch/$name.err" ||
+            { cat "$scratch/$name.err"; fail "$name: the message lacks '$pattern'"; }
+    done
+}
+# line 5's fps (column 7) is not a number
+awk -F'\t' -v OFS='\t' 'NR == 5 { $7 = "fast" } { print }' "$fixture/sim.tsv" >"$scratch/bad-value.tsv"
+refuses bad-value.tsv "bad-value.tsv" "line 5" "'fast'" "fps"
+# no rebuilds column
+cut -f1-11,13 "$fixture/sim.tsv" >"$scratch/no-column.tsv"
+refuses no-column.tsv "no-column.tsv" "line 1" "rebuilds"
+# a row cut short
+head -n 3 "$fixture/sim.tsv" >"$scratch/short-row.tsv"
+printf 'naive\t1\t0\t8000\n' >>"$scratch/short-row.tsv"
+refuses short-row.tsv "short-row.tsv" "line 4"
+
+# ---- the figure, PNG and SVG ----
+for fmt in png svg; do
+    gnuplot -e "data='$scratch/data'; out='$scratch'; fmt='$fmt'; plots='$root/plots'" \
+        "$root/plots/sim_fps.gp" >"$scratch/gnuplot-$fmt.txt" 2>&1 ||
+        { cat "$scratch/gnuplot-$fmt.txt"; fail "gnuplot failed on plots/sim_fps.gp ($fmt)"; }
+done
+check_png "$scratch/sim_fps.png"
+check_svg "$scratch/sim_fps.svg"
+if [ -s "$scratch/sim_fps.svg" ]; then
+    for text in "naive (1 threads)" "grid_sorted (2 threads) + skin 0.1" "÷3.9" "÷2.0" \
+        "fixture_host"; do
+        grep -qF -- "$text" "$scratch/sim_fps.svg" || fail "sim_fps.svg has no '$text'"
+    done
+fi
+
+# ---- the animation: two small frames, a GIF and a PNG per frame ----
+gnuplot -e "dir='$fixture/frames'; out='$scratch/anim.gif'; dt=0.01; pngdir='$scratch/anim'" \
+    "$root/plots/sim_anim.gp" >"$scratch/anim.txt" 2>&1 ||
+    { cat "$scratch/anim.txt"; fail "gnuplot failed on plots/sim_anim.gp"; }
+[ -s "$scratch/anim.gif" ] && [ "$(head -c 6 "$scratch/anim.gif")" = GIF89a ] ||
+    fail "anim.gif is missing or not a GIF"
+grep -q "2 frames in animation sequence" "$scratch/anim.txt" ||
+    { cat "$scratch/anim.txt"; fail "anim.gif does not have 2 frames"; }
+check_png "$scratch/anim/frame-000000.png" 300 200
+check_png "$scratch/anim/frame-000010.png" 300 200
+
+[ $fails -eq 0 ] && echo "PASS plots/sim_fps" || { echo "FAIL plots/sim_fps: $fails failures"; exit 1; }

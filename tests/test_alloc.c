@@ -12,8 +12,13 @@
  * its index and contact list are freed no block is still allocated. The
  * allocator is thread-safe: parallel kernels allocate inside OpenMP regions.
  * `test_alloc io` does the same for the particle-file reader and the
- * particle and contact writers (CSV and binary). */
+ * particle and contact writers (CSV and binary), `test_alloc sim` for the
+ * simulation (with and without a skin) and the settled piles. */
 #include "testlib.h"
+
+/* internal (src/internal.h): ns_sim_settled with piles of at most `block` */
+ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
+                                float *radius, ns_error *err);
 
 #include <stdatomic.h>
 
@@ -206,16 +211,91 @@ static int io_sweep(void)
     return check_report("alloc/io");
 }
 
+/* One simulation run of the sim sweep: 300 uniform spheres, create and 8
+ * frames (what = 0 without a skin, 1 with one: ns_skin's allocations too),
+ * or (what = 2) a settled pile of 300 in piles of at most 150. The final
+ * positions go to out (3 * 300 floats). */
+static ns_status sim_run(int what, float *out, ns_error *err)
+{
+    enum { N = 300 };
+    float pos[3 * N], radius[N];
+    if (what == 2) {
+        ns_status st = ns__sim_settled_piles(N, 1, 2, N / 2, pos, radius, err);
+        if (st == NS_OK)
+            memcpy(out, pos, sizeof pos);
+        return st;
+    }
+    ns_sim_params prm = ns_sim_params_default();
+    ns_sim_spawn(tl_workload("uniform"), N, 1, pos, radius, prm.box_lo, prm.box_hi);
+    prm.skin = what == 1 ? 0.2f : 0.0f;
+    ns_config cfg = ns_config_default();
+    cfg.threads = 2;
+    ns_sim *sim = NULL;
+    ns_status st = ns_sim_create(tl_kernel("grid_sorted"), &cfg, &prm, N, pos, radius, &sim, err);
+    for (int f = 0; f < 8 && st == NS_OK; f++)
+        st = ns_sim_step(sim, NULL, err);
+    if (st == NS_OK)
+        memcpy(out, ns_sim_positions(sim), sizeof pos);
+    ns_sim_destroy(sim);
+    return st;
+}
+
+/* test_alloc sim: the simulation, the skin and the settled piles under
+ * every failing allocation: NS_ERR_OUT_OF_MEMORY or the same frames. */
+static int sim_sweep(void)
+{
+    static const char *names[] = {"sim", "sim with a skin", "settled piles"};
+    float ref[900], got[900];
+    for (int what = 0; what < 3; what++) {
+        ns_error err;
+        arm(0, MODE_ONCE);
+        REQUIRE(sim_run(what, ref, &err) == NS_OK);
+        for (int mode = 0; mode < 2; mode++) {
+            long k;
+            size_t failed = 0;
+            for (k = 1; k <= MAX_K; k++) {
+                check_set_context("%s, failing allocation %ld (%s)", names[what], k,
+                                  mode == MODE_FROM ? "and later" : "only");
+                memset(&err, 0, sizeof err);
+                arm(k, mode);
+                ns_status st = sim_run(what, got, &err);
+                disarm();
+                long inj = atomic_load(&injected);
+                if (st == NS_OK) {
+                    CHECK_MSG(memcmp(ref, got, sizeof ref) == 0,
+                              "the frames differ after a failed allocation was survived");
+                } else {
+                    failed++;
+                    CHECK_STATUS(st, NS_ERR_OUT_OF_MEMORY, &err);
+                    CHECK(inj > 0);
+                }
+                CHECK_MSG(atomic_load(&live) == 0, "%ld block(s) leaked", atomic_load(&live));
+                atomic_store(&live, 0);
+                if (st == NS_OK && inj == 0)
+                    break;
+            }
+            check_set_context("%s", names[what]);
+            CHECK_MSG(k <= MAX_K, "no successful run within %d failing calls", MAX_K);
+            printf("%-16s %-10s: %zu runs failed cleanly\n", names[what],
+                   mode == MODE_FROM ? "from k on" : "only k", failed);
+        }
+    }
+    CHECK_EQ_I(atomic_load(&bad_free), 0);
+    return check_report("alloc/sim");
+}
+
 int main(int argc, char **argv)
 {
     static const ns_allocator hooks = {hook_malloc, hook_realloc, hook_free, NULL};
     ns_set_allocator(&hooks); /* before any other library call */
     if (argc != 2) {
-        fprintf(stderr, "usage: %s KERNEL | io\n", argv[0]);
+        fprintf(stderr, "usage: %s KERNEL | io | sim\n", argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "io") == 0)
         return io_sweep();
+    if (strcmp(argv[1], "sim") == 0)
+        return sim_sweep();
     const ns_kernel *K = tl_kernel(argv[1]);
     tl_set s;
     tl_generate(tl_workload("uniform"), 2000, 1, &s);

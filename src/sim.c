@@ -37,11 +37,11 @@ struct ns_sim {
     float *r;    /* radii, n */
     float *rs;   /* radii for the search: widened by the margin, n */
     float *w;    /* inverse masses r^-3, n (0 for r = 0: it does not move) */
-    double *sw;  /* this frame's pass weights, n */
     float *z0;   /* heights at the start, for the energy released */
     ns__u32s row;   /* neighbour list: row[i] .. row[i + 1] in nbr */
     ns__u32s nbr;
     ns__u32s fill;
+    ns__buf share;  /* per neighbour entry: this frame's share of the overlap */
     ns_index *index; /* without a skin */
     ns_skin *skin;   /* with one */
     ns_contact_list contacts;
@@ -85,11 +85,11 @@ void ns_sim_destroy(ns_sim *sim)
     ns__free(sim->r);
     ns__free(sim->rs);
     ns__free(sim->w);
-    ns__free(sim->sw);
     ns__free(sim->z0);
     ns__u32s_free(&sim->row);
     ns__u32s_free(&sim->nbr);
     ns__u32s_free(&sim->fill);
+    ns__buf_free(&sim->share);
     ns_index_destroy(sim->index);
     ns_skin_destroy(sim->skin);
     ns_contact_list_free(&sim->contacts);
@@ -147,7 +147,7 @@ static ns_status neighbour_lists(ns_sim *sim, ns_error *err)
         return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE,
                         "%zu contacts are too many for the simulation's neighbour lists", c);
     if (!ns__u32s_reserve(&sim->row, n + 1) || !ns__u32s_reserve(&sim->fill, n + 1) ||
-        !ns__u32s_reserve(&sim->nbr, 2 * c))
+        !ns__u32s_reserve(&sim->nbr, 2 * c) || !ns__buf_reserve(&sim->share, 2 * c, sizeof(float)))
         return ns__fail_oom(err, "the simulation's neighbour lists");
     uint32_t *row = sim->row.a, *fill = sim->fill.a, *nbr = sim->nbr.a;
     memset(row, 0, (n + 1) * sizeof *row);
@@ -187,31 +187,38 @@ static void clamp_to_box(const ns_sim *sim, float *c, float r)
         c[k] = clampf(c[k], sim->p.box_lo[k] + r, sim->p.box_hi[k] - r);
 }
 
-/* The passes' inverse masses for this frame: w_i times 2^(shock * height
- * above the floor / largest diameter), so that in a pair the higher particle
- * is the lighter: a pile's floor then holds up the layers above within a few
- * passes instead of one layer per pass (shock propagation, Guendelman et al.
- * 2003). Doubles: the factor reaches 2^900. */
-static void pass_weights(ns_sim *sim)
+/* Each neighbour entry's share of the pair's overlap for this frame: by the
+ * inverse masses w, with the higher particle made lighter by 2^(shock *
+ * height difference / largest diameter), so that a pile's floor holds up the
+ * layers above within a few passes instead of one layer per pass (shock
+ * propagation, Guendelman et al. 2003). The heights are the predicted ones,
+ * fixed for the frame's passes. */
+static void pass_shares(ns_sim *sim)
 {
-    const float *q = sim->q;
-    double *sw = sim->sw;
+    const uint32_t *row = sim->row.a, *nbr = sim->nbr.a;
+    const float *q = sim->q, *w = sim->w;
+    float *share = sim->share.a;
+    const float shock = sim->shock;
     long long n = (long long)sim->n;
 #pragma omp parallel for num_threads(sim->threads) schedule(static) if (n > 16384)
-    for (long long i = 0; i < n; i++) {
-        double e = (double)sim->shock * ((double)q[3 * i + 2] - sim->p.box_lo[2]);
-        sw[i] = (double)sim->w[i] * exp2(e < 0.0 ? 0.0 : e > 900.0 ? 900.0 : e);
-    }
+    for (long long i = 0; i < n; i++)
+        for (uint32_t a = row[i]; a < row[i + 1]; a++) {
+            uint32_t j = nbr[a];
+            float e = shock * (q[3 * i + 2] - q[3 * (size_t)j + 2]);
+            e = e < -100.0f ? -100.0f : e > 100.0f ? 100.0f : e;
+            /* w_j 2^-e / w_i in double: neither overflows, 1/r^3 included */
+            double ratio = w[i] > 0.0f ? (double)w[j] * exp2(-(double)e) / w[i] : INFINITY;
+            share[a] = (float)(1.0 / (1.0 + ratio));
+        }
 }
 
 /* One Jacobi pass from q to out: each particle moves by relaxation / m of
- * the sum of its m pushes (its share, by the pass weights, of each overlap
- * along the pair's normal), then is clamped into the box. */
+ * the sum of its m pushes (its share of each overlap along the pair's
+ * normal), then is clamped into the box. */
 static void project(const ns_sim *sim, const float *q, float *out)
 {
     const uint32_t *row = sim->row.a, *nbr = sim->nbr.a;
-    const float *r = sim->r;
-    const double *sw = sim->sw;
+    const float *r = sim->r, *share = sim->share.a;
     const float relaxation = sim->p.relaxation;
     long long n = (long long)sim->n;
 #pragma omp parallel for num_threads(sim->threads) schedule(static) if (n > 4096)
@@ -219,25 +226,24 @@ static void project(const ns_sim *sim, const float *q, float *out)
         const float *pi = q + 3 * i;
         float sx = 0.0f, sy = 0.0f, sz = 0.0f;
         int pushes = 0;
-        for (uint32_t a = row[i]; a < row[i + 1] && sw[i] > 0.0; a++) {
+        for (uint32_t a = row[i]; a < row[i + 1]; a++) {
             uint32_t j = nbr[a];
             const float *pj = q + 3 * (size_t)j;
             float dx = pj[0] - pi[0], dy = pj[1] - pi[1], dz = pj[2] - pi[2];
             float s = r[i] + r[j], d2 = dx * dx + dy * dy + dz * dz;
-            if (!(d2 < s * s))
+            if (!(d2 < s * s) || share[a] == 0.0f)
                 continue;
-            float d = sqrtf(d2);
-            float share = (s - d) / (1.0f + (float)(sw[j] / sw[i]));
+            float d = sqrtf(d2), push = (s - d) * share[a];
             if (d > 0.0f) {
-                float k = share / d;
+                float k = push / d;
                 sx -= k * dx, sy -= k * dy, sz -= k * dz;
             } else { /* coincident: apart along the axis (i + j) mod 3, the lower
                       * index towards -, the other towards + */
-                float push = (uint32_t)i < j ? share : -share;
+                float signed_push = (uint32_t)i < j ? push : -push;
                 int axis = (int)(((uint64_t)i + j) % 3);
-                sx -= axis == 0 ? push : 0.0f;
-                sy -= axis == 1 ? push : 0.0f;
-                sz -= axis == 2 ? push : 0.0f;
+                sx -= axis == 0 ? signed_push : 0.0f;
+                sy -= axis == 1 ? signed_push : 0.0f;
+                sz -= axis == 2 ? signed_push : 0.0f;
             }
             pushes++;
         }
@@ -251,7 +257,7 @@ static void project(const ns_sim *sim, const float *q, float *out)
 /* The projection passes on sim->q (result in sim->q). */
 static void resolve(ns_sim *sim, int passes)
 {
-    pass_weights(sim);
+    pass_shares(sim);
     for (int it = 0; it < passes; it++) {
         project(sim, sim->q, sim->q2);
         float *t = sim->q;
@@ -338,9 +344,8 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
     sim->r = ns__malloc_array(m, sizeof(float));
     sim->rs = ns__malloc_array(m, sizeof(float));
     sim->w = ns__malloc_array(m, sizeof(float));
-    sim->sw = ns__malloc_array(m, sizeof(double));
     sim->z0 = ns__malloc_array(m, sizeof(float));
-    if (!sim->x || !sim->v || !sim->q || !sim->q2 || !sim->r || !sim->rs || !sim->w || !sim->sw || !sim->z0) {
+    if (!sim->x || !sim->v || !sim->q || !sim->q2 || !sim->r || !sim->rs || !sim->w || !sim->z0) {
         ns_sim_destroy(sim);
         return ns__fail_oom(err, "the simulation's particles");
     }

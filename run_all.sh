@@ -36,7 +36,7 @@ Sweep options:
 Sim options:
   --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)
   --max-n N           the largest n (default 100,000; naive and naive_omp stop at 20,000)
-  --runs R            runs per (kernel, n); the figure shows the median (default 3)
+  --runs R            runs per (kernel, n); the figure shows the median (default 5)
   --skin D            the skin of the reuse line, grid_sorted+skin (default 0.1)
   --gif-n N           particles in the animation (default 5,000; 0: no animation)
 
@@ -186,7 +186,7 @@ settled_version() { sed -n 's/^#define NS_SETTLED_VERSION \([0-9]*\).*/\1/p' inc
 
 # --sim: frames per second of the simulation, per kernel and n, from settled piles.
 sim_mode() {
-    local kernels="" max_n=100000 runs=3 skin=0.1 gif_n=5000
+    local kernels="" max_n=100000 runs=5 skin=0.1 gif_n=5000
     while [ $# -gt 0 ]; do
         case "$1" in
             --kernels) [ $# -ge 2 ] || die "$1 needs a value"; kernels=$2; shift ;;
@@ -227,7 +227,8 @@ sim_mode() {
         [ "$n" -le "$max_n" ] || continue
         local input frames
         input=$(settled_file "$n")
-        frames=$((200000 / n)); [ $frames -lt 20 ] && frames=20; [ $frames -gt 2000 ] && frames=2000
+        # at least 50 frames and about 500,000 particle-frames per run
+        frames=$((500000 / n)); [ $frames -lt 50 ] && frames=50; [ $frames -gt 2000 ] && frames=2000
         for k in ${kernels//,/ }; do
             local kernel=${k%+skin} s=0
             [ "$k" != "$kernel" ] && s=$skin

@@ -103,6 +103,18 @@ void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s)
     w->generate(n, seed, s->pos, s->radius);
 }
 
+void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s)
+{
+    tl_set_init(s, n);
+    ns_error err;
+    /* one thread: the piles are the same at any count, and a test run with
+     * OMP_NUM_THREADS=8 on two cores would crawl */
+    ns_status st = ns_workload_generate(name, n, seed, 1, s->pos, s->radius, &err);
+    if (st != NS_OK)
+        fprintf(stderr, "workload %s n=%zu: %s\n", name, n, err.message);
+    REQUIRE(st == NS_OK);
+}
+
 const ns_kernel *tl_kernel(const char *name)
 {
     const ns_kernel *k = ns_kernel_find(name);

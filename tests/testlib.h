@@ -39,6 +39,8 @@ void tl_set_append(tl_set *a, const tl_set *b);
 ns_particles tl_particles(const tl_set *s);
 /* Fills s (re-initialised to n particles) from a workload generator. */
 void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
+/* The same by name, through ns_workload_generate: also "settled". */
+void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
 const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */
 const ns_workload *tl_workload(const char *name); /* REQUIREs it exists */

@@ -302,7 +302,7 @@ double ns_sim_potential_energy(const ns_sim *sim);
  * side in x and y. Deterministic from (n, seed) at any thread count. */
 #define NS_SETTLED_BLOCK 20000
 /* Changes whenever the settled piles change (caches are keyed by it). */
-#define NS_SETTLED_VERSION 2
+#define NS_SETTLED_VERSION 3
 #define NS_SETTLE_MAX_FRAMES 4000
 ns_status ns_sim_settled(size_t n, uint64_t seed, int threads, float *pos, float *radius,
                          ns_error *err);

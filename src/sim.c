@@ -36,8 +36,8 @@ struct ns_sim {
     float *q2;   /* the other buffer of a Jacobi pass, 3n */
     float *r;    /* radii, n */
     float *rs;   /* radii for the search: widened by the margin, n */
-    float *w;    /* inverse masses r^-3, n (0 for r = 0: it does not move) */
-    float *z0;   /* heights at the start, for the energy released */
+    double *w;   /* inverse masses r^-3, n (0 for r = 0: it does not move); doubles, so
+                    that neither a radius of 1e-13 nor one of 1e38 leaves the range */
     ns__u32s row;   /* neighbour list: row[i] .. row[i + 1] in nbr */
     ns__u32s nbr;
     ns__u32s fill;
@@ -85,7 +85,6 @@ void ns_sim_destroy(ns_sim *sim)
     ns__free(sim->r);
     ns__free(sim->rs);
     ns__free(sim->w);
-    ns__free(sim->z0);
     ns__u32s_free(&sim->row);
     ns__u32s_free(&sim->nbr);
     ns__u32s_free(&sim->fill);
@@ -196,7 +195,8 @@ static void clamp_to_box(const ns_sim *sim, float *c, float r)
 static void pass_shares(ns_sim *sim)
 {
     const uint32_t *row = sim->row.a, *nbr = sim->nbr.a;
-    const float *q = sim->q, *w = sim->w;
+    const float *q = sim->q;
+    const double *w = sim->w;
     float *share = sim->share.a;
     const float shock = sim->shock;
     long long n = (long long)sim->n;
@@ -206,8 +206,7 @@ static void pass_shares(ns_sim *sim)
             uint32_t j = nbr[a];
             float e = shock * (q[3 * i + 2] - q[3 * (size_t)j + 2]);
             e = e < -100.0f ? -100.0f : e > 100.0f ? 100.0f : e;
-            /* w_j 2^-e / w_i in double: neither overflows, 1/r^3 included */
-            double ratio = w[i] > 0.0f ? (double)w[j] * exp2(-(double)e) / w[i] : INFINITY;
+            double ratio = w[i] > 0.0 ? w[j] * exp2(-(double)e) / w[i] : INFINITY;
             share[a] = (float)(1.0 / (1.0 + ratio));
         }
 }
@@ -343,9 +342,8 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
     sim->q2 = ns__malloc_array(3 * m, sizeof(float));
     sim->r = ns__malloc_array(m, sizeof(float));
     sim->rs = ns__malloc_array(m, sizeof(float));
-    sim->w = ns__malloc_array(m, sizeof(float));
-    sim->z0 = ns__malloc_array(m, sizeof(float));
-    if (!sim->x || !sim->v || !sim->q || !sim->q2 || !sim->r || !sim->rs || !sim->w || !sim->z0) {
+    sim->w = ns__malloc_array(m, sizeof(double));
+    if (!sim->x || !sim->v || !sim->q || !sim->q2 || !sim->r || !sim->rs || !sim->w) {
         ns_sim_destroy(sim);
         return ns__fail_oom(err, "the simulation's particles");
     }
@@ -364,7 +362,7 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
         float ri = radius[i];
         sim->r[i] = ri;
         sim->rs[i] = ri + widen;
-        sim->w[i] = ri > 0.0f ? 1.0f / (ri * ri * ri) : 0.0f;
+        sim->w[i] = ri > 0.0f ? 1.0 / ((double)ri * ri * ri) : 0.0;
         memcpy(sim->q + 3 * i, pos + 3 * i, 3 * sizeof(float));
         clamp_to_box(sim, sim->q + 3 * i, ri);
     }
@@ -387,8 +385,6 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
     }
     if (n)
         memcpy(sim->x, sim->q, 3 * n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        sim->z0[i] = sim->x[3 * i + 2];
     *out = sim;
     return NS_OK;
 }

@@ -749,7 +749,9 @@ case_coincident_100k() {
     local start=$SECONDS
     expect_fail 1 "" "" pairs --kernel grid_sorted --input same.csv --output out.csv
     message_matches 'too many contacts' "grid_sorted on 100,000 coincident particles"
-    [ $((SECONDS - start)) -le 30 ] || fail "grid_sorted took $((SECONDS - start)) s to refuse"
+    # how long it took is reported, not asserted (tests make no timing claims;
+    # a release build refuses in about a second, the README says)
+    note "grid_sorted refused in $((SECONDS - start)) s"
 }
 
 # NSEARCH_FAIL_ALLOC=k: the library's k-th allocation (and every later one)

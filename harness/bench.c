@@ -546,8 +546,8 @@ static void add_config(const ns_kernel *k, bool bound, const char *w, size_t n, 
     }
     config *c = &configs[n_configs++];
     *c = (config){k, bound, w, n, threads, "", 0, ""};
-    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", bound ? BOUND_NAME : k->name,
-             w, n, threads);
+    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", bound ? BOUND_NAME : k->name, w, n,
+             threads);
 }
 
 static int parse_threads(const char *list, int *out, int max)

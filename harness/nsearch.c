@@ -703,14 +703,28 @@ static double worst_overlap(size_t n, const float *pos, const float *radius)
 
 static int cmd_sim(int argc, char **argv)
 {
-    enum { N, INPUT, LAYOUT, SEED, KERNEL, FRAMES, DT, ITERATIONS, SKIN, THREADS, DIR, EVERY, STATS, NOPTS };
-    option opts[NOPTS] = {{"--n", true, NULL},          {"--input", true, NULL},
-                          {"--layout", true, NULL},
-                          {"--seed", true, NULL},       {"--kernel", true, NULL},
-                          {"--frames", true, NULL},     {"--dt", true, NULL},
-                          {"--iterations", true, NULL}, {"--skin", true, NULL},
-                          {"--threads", true, NULL},    {"--output-dir", true, NULL},
-                          {"--every", true, NULL},      {"--stats", false, NULL}};
+    enum {
+        N,
+        INPUT,
+        LAYOUT,
+        SEED,
+        KERNEL,
+        FRAMES,
+        DT,
+        ITERATIONS,
+        SKIN,
+        THREADS,
+        DIR,
+        EVERY,
+        STATS,
+        NOPTS
+    };
+    option opts[NOPTS] = {
+        {"--n", true, NULL},       {"--input", true, NULL},      {"--layout", true, NULL},
+        {"--seed", true, NULL},    {"--kernel", true, NULL},     {"--frames", true, NULL},
+        {"--dt", true, NULL},      {"--iterations", true, NULL}, {"--skin", true, NULL},
+        {"--threads", true, NULL}, {"--output-dir", true, NULL}, {"--every", true, NULL},
+        {"--stats", false, NULL}};
     parse_options(argc, argv, opts, NOPTS, sim_help);
     const char *input = opts[INPUT].value;
     if (!opts[N].value == !input)
@@ -743,8 +757,9 @@ static int cmd_sim(int argc, char **argv)
     }
     uint64_t seed = opts[SEED].value ? parse_count("--seed", opts[SEED].value, 0, ULLONG_MAX) : 1;
     const ns_kernel *kernel = find_kernel(opts[KERNEL].value ? opts[KERNEL].value : "grid_sorted");
-    size_t frames =
-        opts[FRAMES].value ? (size_t)parse_count("--frames", opts[FRAMES].value, 0, 100000000) : 100;
+    size_t frames = opts[FRAMES].value
+                        ? (size_t)parse_count("--frames", opts[FRAMES].value, 0, 100000000)
+                        : 100;
     ns_sim_params prm = ns_sim_params_default();
     if (opts[DT].value)
         prm.dt = (float)parse_number("--dt", opts[DT].value, 1e-6, 1.0);
@@ -758,7 +773,8 @@ static int cmd_sim(int argc, char **argv)
         omp_set_num_threads(cfg.threads);
     }
     const char *dir = opts[DIR].value;
-    size_t every = opts[EVERY].value ? (size_t)parse_count("--every", opts[EVERY].value, 1, 100000000) : 1;
+    size_t every =
+        opts[EVERY].value ? (size_t)parse_count("--every", opts[EVERY].value, 1, 100000000) : 1;
     if (opts[EVERY].value && !dir)
         usage_error("--every needs --output-dir");
     if (dir) {
@@ -819,7 +835,8 @@ static int cmd_sim(int argc, char **argv)
         }
     }
     if (opts[STATS].value) {
-        double per = frames ? 1e3 / (double)frames : 0.0, total = search_s + resolve_s + integrate_s;
+        double per = frames ? 1e3 / (double)frames : 0.0,
+               total = search_s + resolve_s + integrate_s;
         double released = released0 - ns_sim_potential_energy(sim);
         fprintf(stderr,
                 "particles          %zu\n"

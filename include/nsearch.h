@@ -226,7 +226,7 @@ const ns_workload *ns_workload_find(const char *name);
 /* Any workload by name: those of the table, and "settled" (ns_sim_settled,
  * which runs a simulation and so can fail, and takes a thread count). */
 #define NS_SETTLED_NAME "settled"
-#define NS_SETTLED_DESCRIPTION                                                                    \
+#define NS_SETTLED_DESCRIPTION                                                                     \
     "uniform spheres dropped into a box and simulated until at rest: a dense pile"
 ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int threads, float *pos,
                                float *radius, ns_error *err);
@@ -244,7 +244,7 @@ typedef struct ns_sim_params {
     float dt;         /* seconds per frame (default 0.01) */
     float gravity;    /* length units per s^2, along -z (default 9.81) */
     int iterations;   /* projection passes per frame (default 10) */
-    float relaxation; /* a particle moves relaxation / (pairs pushing it) of the sum (default 1.5) */
+    float relaxation; /* a particle moves relaxation / (its pushes) of their sum (1.5) */
     float damping;    /* fraction of the velocity removed per frame (default 0.002) */
     float shock;      /* shock propagation: in the passes a particle higher by one largest
                          diameter is 2^shock times lighter (default 1; 0: masses only) */

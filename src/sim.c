@@ -21,8 +21,8 @@
  * twice as wide and eight times as tall, which settles into a pile a few
  * particles deep. Powers of two: exact. */
 static const float SPREAD[3] = {2.0f, 2.0f, 8.0f};
-#define START_MAX_ROUNDS 200     /* relaxing the overlaps present at the start */
-#define START_TOLERANCE 0.01f    /* ... until none exceeds this share of the smaller radius */
+#define START_MAX_ROUNDS 200  /* relaxing the overlaps present at the start */
+#define START_TOLERANCE 0.01f /* ... until none exceeds this share of the smaller radius */
 
 struct ns_sim {
     ns_sim_params p;
@@ -30,18 +30,18 @@ struct ns_sim {
     float shock; /* params.shock / (largest diameter) */
     size_t n;
     size_t frames;
-    float *x;    /* positions at the end of the last frame, 3n */
-    float *v;    /* velocities, 3n */
-    float *q;    /* predicted, then projected positions, 3n */
-    float *q2;   /* the other buffer of a Jacobi pass, 3n */
-    float *r;    /* radii, n */
-    float *rs;   /* radii for the search: widened by the margin, n */
-    double *w;   /* inverse masses r^-3, n (0 for r = 0: it does not move); doubles, so
-                    that neither a radius of 1e-13 nor one of 1e38 leaves the range */
-    ns__u32s row;   /* neighbour list: row[i] .. row[i + 1] in nbr */
+    float *x;     /* positions at the end of the last frame, 3n */
+    float *v;     /* velocities, 3n */
+    float *q;     /* predicted, then projected positions, 3n */
+    float *q2;    /* the other buffer of a Jacobi pass, 3n */
+    float *r;     /* radii, n */
+    float *rs;    /* radii for the search: widened by the margin, n */
+    double *w;    /* inverse masses r^-3, n (0 for r = 0: it does not move); doubles, so
+                     that neither a radius of 1e-13 nor one of 1e38 leaves the range */
+    ns__u32s row; /* neighbour list: row[i] .. row[i + 1] in nbr */
     ns__u32s nbr;
     ns__u32s fill;
-    ns__buf share;  /* per neighbour entry: this frame's share of the overlap */
+    ns__buf share;   /* per neighbour entry: this frame's share of the overlap */
     ns_index *index; /* without a skin */
     ns_skin *skin;   /* with one */
     ns_contact_list contacts;
@@ -49,8 +49,14 @@ struct ns_sim {
 
 ns_sim_params ns_sim_params_default(void)
 {
-    ns_sim_params p = {.dt = 0.01f, .gravity = 9.81f, .iterations = 10, .relaxation = 1.5f,
-                       .damping = 0.002f, .shock = 1.0f, .margin = 0.2f, .skin = 0.0f};
+    ns_sim_params p = {.dt = 0.01f,
+                       .gravity = 9.81f,
+                       .iterations = 10,
+                       .relaxation = 1.5f,
+                       .damping = 0.002f,
+                       .shock = 1.0f,
+                       .margin = 0.2f,
+                       .skin = 0.0f};
     return p;
 }
 
@@ -95,11 +101,26 @@ void ns_sim_destroy(ns_sim *sim)
     ns__free(sim);
 }
 
-size_t ns_sim_count(const ns_sim *sim) { return sim ? sim->n : 0; }
-const float *ns_sim_positions(const ns_sim *sim) { return sim ? sim->x : NULL; }
-const float *ns_sim_velocities(const ns_sim *sim) { return sim ? sim->v : NULL; }
-const float *ns_sim_radii(const ns_sim *sim) { return sim ? sim->r : NULL; }
-const ns_contact_list *ns_sim_contacts(const ns_sim *sim) { return sim ? &sim->contacts : NULL; }
+size_t ns_sim_count(const ns_sim *sim)
+{
+    return sim ? sim->n : 0;
+}
+const float *ns_sim_positions(const ns_sim *sim)
+{
+    return sim ? sim->x : NULL;
+}
+const float *ns_sim_velocities(const ns_sim *sim)
+{
+    return sim ? sim->v : NULL;
+}
+const float *ns_sim_radii(const ns_sim *sim)
+{
+    return sim ? sim->r : NULL;
+}
+const ns_contact_list *ns_sim_contacts(const ns_sim *sim)
+{
+    return sim ? &sim->contacts : NULL;
+}
 
 double ns_sim_kinetic_energy(const ns_sim *sim)
 {
@@ -285,8 +306,7 @@ static float worst_overlap(const ns_sim *sim)
     return worst;
 }
 
-static ns_status check_params(const ns_sim_params *p, size_t n, const float *radius,
-                              ns_error *err)
+static ns_status check_params(const ns_sim_params *p, size_t n, const float *radius, ns_error *err)
 {
     if (!(p->dt > 0.0f && p->dt <= 1e3f) || !(p->gravity >= 0.0f && p->gravity <= 1e9f) ||
         p->iterations < 1 || p->iterations > 10000 ||
@@ -488,8 +508,9 @@ ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t blo
             continue;
         pile_pos[b] = ns__malloc_array(3 * m, sizeof(float));
         pile_r[b] = ns__malloc_array(m, sizeof(float));
-        st = pile_pos[b] && pile_r[b] ? settle(m, seed, threads, pile_pos[b], pile_r[b], plo[b], phi[b], err)
-                                      : ns__fail_oom(err, "a settled pile");
+        st = pile_pos[b] && pile_r[b]
+                 ? settle(m, seed, threads, pile_pos[b], pile_r[b], plo[b], phi[b], err)
+                 : ns__fail_oom(err, "a settled pile");
     }
     if (st == NS_OK) {
         float width[2] = {0.0f, 0.0f};

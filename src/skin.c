@@ -17,15 +17,15 @@
 #define MIN_RELATIVE_SKIN 0x1p-13f
 
 struct ns_skin {
-    ns_index *index;    /* created with the machine's contact limit: candidates */
+    ns_index *index; /* created with the machine's contact limit: candidates */
     int threads;
     size_t max_contacts; /* the caller's limit, for the contacts */
     float skin;
-    size_t n;           /* particles of the last rebuild */
-    bool reusable;      /* the last rebuild's candidates may be reused */
-    ns__buf ref;        /* positions at the last rebuild, 3n floats */
-    ns__buf radius;     /* radii at the last rebuild, n floats */
-    ns__buf widened;    /* radii + skin/2, n floats */
+    size_t n;        /* particles of the last rebuild */
+    bool reusable;   /* the last rebuild's candidates may be reused */
+    ns__buf ref;     /* positions at the last rebuild, 3n floats */
+    ns__buf radius;  /* radii at the last rebuild, n floats */
+    ns__buf widened; /* radii + skin/2, n floats */
     ns_contact_list candidates;
     ns_skin_info info;
 };
@@ -79,7 +79,8 @@ void ns_skin_get_info(const ns_skin *s, ns_skin_info *info)
     *info = s->info;
     ns_index_info ii;
     ns_index_get_info(s->index, &ii);
-    info->bytes = sizeof *s + ii.bytes + (s->ref.capacity + s->radius.capacity + s->widened.capacity) * sizeof(float) +
+    info->bytes = sizeof *s + ii.bytes +
+                  (s->ref.capacity + s->radius.capacity + s->widened.capacity) * sizeof(float) +
                   s->candidates.capacity * sizeof(ns_contact);
 }
 
@@ -99,8 +100,9 @@ static bool still_valid(const ns_skin *s, const ns_particles *p)
     const float limit = LIMIT * s->skin, limit2 = limit * limit;
     long long n = (long long)p->n;
     int moved = 0;
-#pragma omp parallel for num_threads(s->threads) schedule(static) reduction(| : moved)           \
-    if (n > 16384)
+#pragma omp parallel for num_threads(s->threads) schedule(static)                                  \
+    reduction(|                                                                                    \
+              : moved) if (n > 16384)
     for (long long i = 0; i < n; i++) {
         float dx = p->pos[3 * i] - ref[3 * i], dy = p->pos[3 * i + 1] - ref[3 * i + 1],
               dz = p->pos[3 * i + 2] - ref[3 * i + 2];
@@ -118,8 +120,8 @@ static ns_status too_many(ns_skin *s, ns_contact_list *contacts, ns_error *err)
 /* Runs the kernel with widened radii and keeps the candidates. When the skin
  * is too small for these coordinates (or 0), searches the particles
  * themselves into contacts (*direct) and marks the result not reusable. */
-static ns_status rebuild(ns_skin *s, const ns_particles *p, ns_contact_list *contacts,
-                         bool *direct, ns_error *err)
+static ns_status rebuild(ns_skin *s, const ns_particles *p, ns_contact_list *contacts, bool *direct,
+                         ns_error *err)
 {
     s->reusable = false;
     ns_status st = ns_particles_validate(p, err);
@@ -133,8 +135,8 @@ static ns_status rebuild(ns_skin *s, const ns_particles *p, ns_contact_list *con
         max_radius = radius_of(p, i) > max_radius ? radius_of(p, i) : max_radius;
     magnitude += 2.0f * max_radius;
     float half = 0.5f * s->skin;
-    *direct = !(s->skin > 0.0f && s->skin >= magnitude * MIN_RELATIVE_SKIN &&
-                max_radius + half <= 1e30f);
+    *direct =
+        !(s->skin > 0.0f && s->skin >= magnitude * MIN_RELATIVE_SKIN && max_radius + half <= 1e30f);
     if (*direct) {
         st = ns_index_build(s->index, p, err);
         if (st == NS_OK)
@@ -170,8 +172,7 @@ static ns_status rebuild(ns_skin *s, const ns_particles *p, ns_contact_list *con
 /* The contacts among the candidates, in their order: each thread tests a
  * contiguous share and writes its contacts at the start of the same share
  * of the output, then the shares are closed up. */
-static ns_status filter(ns_skin *s, const ns_particles *p, ns_contact_list *contacts,
-                        ns_error *err)
+static ns_status filter(ns_skin *s, const ns_particles *p, ns_contact_list *contacts, ns_error *err)
 {
     size_t m = s->candidates.count;
     ns_status st = ns_contact_list_reserve(contacts, m, err);
@@ -184,8 +185,8 @@ static ns_status filter(ns_skin *s, const ns_particles *p, ns_contact_list *cont
     size_t found[MAX_SHARES];
     const ns_contact *cand = s->candidates.items;
     ns_contact *items = contacts->items;
-    ns__input in = {.n = p->n, .pos = p->pos, .radius = p->radius,
-                    .radius_uniform = p->radius_uniform};
+    ns__input in = {
+        .n = p->n, .pos = p->pos, .radius = p->radius, .radius_uniform = p->radius_uniform};
 #pragma omp parallel for num_threads(shares) schedule(static, 1)
     for (int t = 0; t < shares; t++) {
         size_t lo = m * (size_t)t / (size_t)shares, hi = m * (size_t)(t + 1) / (size_t)shares;

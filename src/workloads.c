@@ -61,8 +61,7 @@ static double cube_root(double v)
     return x;
 }
 
-static void set_particle(float *pos, float *radius, size_t i, double x, double y, double z,
-                         float r)
+static void set_particle(float *pos, float *radius, size_t i, double x, double y, double z, float r)
 {
     pos[3 * i + 0] = (float)x;
     pos[3 * i + 1] = (float)y;

@@ -3,11 +3,10 @@
  * usage: test_diff KERNEL WORKLOAD
  *
  * For n in {0, 1, 2, 10, 100, 1000, 5000} and seeds {1, 2} (settled, whose
- * piles are simulated: up to 2000, seed 1), generates the workload, runs naive and KERNEL (config NULL: threads = 0, i.e. OpenMP's
- * default, which ctest sets through OMP_NUM_THREADS), sorts both and requires
- * bit-identical contact lists. Also checks the contact properties, that the
- * index API gives the same list, and that a second search into the same list
- * gives the same result. */
+ * piles are simulated: up to 2000, seed 1), generates the workload, runs naive and KERNEL (config
+ * NULL: threads = 0, i.e. OpenMP's default, which ctest sets through OMP_NUM_THREADS), sorts both
+ * and requires bit-identical contact lists. Also checks the contact properties, that the index API
+ * gives the same list, and that a second search into the same list gives the same result. */
 #include "testlib.h"
 
 #include <string.h>

@@ -113,15 +113,22 @@ draw() {
     python3 "$ROOT/harness/results.py" plotdata "$@" --out "$data"
     local figures=("${FIGURES[@]}")
     [ $# -gt 1 ] && figures+=(machines)
-    local f fmt
+    local f fmt skipped=() drawn=()
     for f in "${figures[@]}"; do
+        if grep -qx "$f" "$data/empty.txt"; then
+            skipped+=("$f")
+            continue
+        fi
+        drawn+=("$f")
         for fmt in png svg; do
             gnuplot -e "data='$data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
                 "$ROOT/plots/$f.gp" || die "gnuplot failed on plots/$f.gp"
         done
     done
     rm -rf "$data"
-    log "figures: ${figures[*]} (PNG and SVG) in $out"
+    log "figures: ${drawn[*]} (PNG and SVG) in $out"
+    [ ${#skipped[@]} -eq 0 ] ||
+        log "not drawn, nothing to show in these results: ${skipped[*]} (they need uniform)"
 }
 
 # Result files and --out DIR, for --plots and --compare: sets FILES and OUT.

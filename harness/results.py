@@ -327,6 +327,7 @@ def plotdata(all_results, out):
                          c.counters.get("query_ms", 0)))
     meta["blocks"]["breakdown"] = write_blocks(os.path.join(out, "breakdown.dat"),
                                                [("build and query", rows)], titled=False)
+    breakdown_rows = len(rows)
     meta["breakdown_n"] = n_common
 
     # workloads: per kernel line, each workload's time and index bytes per particle at
@@ -349,6 +350,14 @@ def plotdata(all_results, out):
                                                [(" ".join(wl), rows)], titled=False)
     meta["workloads"] = wl
     meta["workloads_n"] = n_w
+    # the figures these results cannot draw (say, a run without uniform): run_all.sh
+    # skips them and says so, rather than have gnuplot fail on an empty plot
+    empty = [name for name in ("scaling", "doubling", "speedup") if meta["blocks"][name] == 0]
+    empty += ["per_particle"] if not lines else []  # its last block (the markers) is always there
+    empty += ["breakdown"] if breakdown_rows == 0 else []
+    empty += ["workloads"] if n_w == 0 or not rows else []
+    with open(os.path.join(out, "empty.txt"), "w") as f:
+        f.write("".join(name + "\n" for name in empty))
 
     # machines: each result file's time at the largest uniform n common to all, per
     # kernel; parallel kernels once with 1 thread and once with all of each

@@ -31,6 +31,22 @@ single)
     done
     [ ! -e "$scratch/figures/machines.png" ] || fail "machines.png drawn from one file"
     ;;
+no_uniform)
+    # results without uniform (e.g. --workloads settled): the figures that need
+    # it are skipped with a message, the others drawn, and the exit status is 0
+    python3 - "$data/a.json" "$scratch/no_uniform.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["benchmarks"] = [b for b in d["benchmarks"] if "/uniform/" not in b["name"]]
+assert d["benchmarks"], "the fixture has only uniform"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    "$root/run_all.sh" --plots "$scratch/no_uniform.json" --out "$scratch/figures" \
+        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--plots failed without uniform"; }
+    grep -q "not drawn.*scaling" "$scratch/out.txt" || fail "no message about the figures not drawn"
+    [ ! -e "$scratch/figures/scaling.png" ] || fail "scaling.png drawn without uniform results"
+    check_png "$scratch/figures/workloads.png"
+    ;;
 compare)
     "$root/run_all.sh" --compare "$data/a.json" "$data/b.json" --out "$scratch/compare" \
         >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--compare failed"; }

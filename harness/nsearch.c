@@ -666,23 +666,6 @@ static bool write_box(const char *dir, const ns_sim_params *prm)
     return commit_output(&out);
 }
 
-/* A box just around the spheres, with headroom of four largest radii. */
-static void box_around(size_t n, const float *pos, const float *radius, ns_sim_params *prm)
-{
-    float max_radius = 0.0f;
-    for (int k = 0; k < 3; k++)
-        prm->box_lo[k] = INFINITY, prm->box_hi[k] = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        max_radius = radius[i] > max_radius ? radius[i] : max_radius;
-        for (int k = 0; k < 3; k++) {
-            float c = pos[3 * i + k];
-            prm->box_lo[k] = c - radius[i] < prm->box_lo[k] ? c - radius[i] : prm->box_lo[k];
-            prm->box_hi[k] = c + radius[i] > prm->box_hi[k] ? c + radius[i] : prm->box_hi[k];
-        }
-    }
-    prm->box_hi[2] += 4.0f * max_radius;
-}
-
 /* The largest overlap of any pair as a share of its smaller radius. */
 static double worst_overlap(size_t n, const float *pos, const float *radius)
 {
@@ -798,13 +781,13 @@ static int cmd_sim(int argc, char **argv)
             rc = EXIT_FAIL;
             goto done;
         }
-        box_around(n, pos, radius, &prm);
+        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, prm.box_lo, prm.box_hi);
     } else if (w) {
         ns_sim_spawn(w, n, seed, pos, radius, prm.box_lo, prm.box_hi);
     } else {
         memcpy(pos, file.pos, 3 * n * sizeof(float));
         memcpy(radius, file.radius, n * sizeof(float));
-        box_around(n, pos, radius, &prm);
+        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, prm.box_lo, prm.box_hi);
     }
     if (ns_sim_create(kernel, &cfg, &prm, n, pos, radius, &sim, &err) != NS_OK) {
         say("%s: %s (%s)", kernel->name, err.message, ns_status_str(err.status));

@@ -263,6 +263,11 @@ ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
 void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
                   float box_lo[3], float box_hi[3]);
 
+/* The box around n spheres: their bounding box widened by room largest radii
+ * on every side and by headroom more on top (+z); [0, 1]^3 for n = 0. */
+void ns_sim_box_around(size_t n, const float *pos, const float *radius, float room, float headroom,
+                       float box_lo[3], float box_hi[3]);
+
 typedef struct ns_sim ns_sim;
 /* Copies pos (3n floats) and radius (n floats). Centres are clamped into the
  * box (a box narrower than a particle is NS_ERR_INVALID_ARGUMENT), then

@@ -60,24 +60,34 @@ ns_sim_params ns_sim_params_default(void)
     return p;
 }
 
-void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
-                  float box_lo[3], float box_hi[3])
+void ns_sim_box_around(size_t n, const float *pos, const float *radius, float room, float headroom,
+                       float box_lo[3], float box_hi[3])
 {
-    layout->generate(n, seed, pos, radius);
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     float max_radius = 0.0f;
     for (size_t i = 0; i < n; i++) {
         for (int k = 0; k < 3; k++) {
-            float c = pos[3 * i + k] *= SPREAD[k];
+            float c = pos[3 * i + k];
             lo[k] = c - radius[i] < lo[k] ? c - radius[i] : lo[k];
             hi[k] = c + radius[i] > hi[k] ? c + radius[i] : hi[k];
         }
         max_radius = radius[i] > max_radius ? radius[i] : max_radius;
     }
     for (int k = 0; k < 3; k++) {
-        box_lo[k] = n ? lo[k] - 2.0f * max_radius : 0.0f;
-        box_hi[k] = n ? hi[k] + 2.0f * max_radius : 1.0f;
+        float above = k == 2 ? room + headroom : room;
+        box_lo[k] = n ? lo[k] - room * max_radius : 0.0f;
+        box_hi[k] = n ? hi[k] + above * max_radius : 1.0f;
     }
+}
+
+void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
+                  float box_lo[3], float box_hi[3])
+{
+    layout->generate(n, seed, pos, radius);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            pos[3 * i + k] *= SPREAD[k];
+    ns_sim_box_around(n, pos, radius, 2.0f, 0.0f, box_lo, box_hi);
 }
 
 void ns_sim_destroy(ns_sim *sim)

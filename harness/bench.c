@@ -556,8 +556,10 @@ static int parse_threads(const char *list, int *out, int max)
     for (const char *p = list; *p && count < max;) {
         char *end;
         long t = strtol(p, &end, 10);
-        if (end == p || t < 1 || t > 4096 || (*end && *end != ','))
-            die("--threads '%s' is not a comma list of whole numbers from 1 to 4096", list);
+        if (end == p || t < 1 || t > ns_max_threads() || (*end && *end != ','))
+            die("--threads '%s' is not a comma list of whole numbers from 1 to %d (8 per "
+                "processor)",
+                list, ns_max_threads());
         out[count++] = (int)t;
         p = *end ? end + 1 : end;
     }

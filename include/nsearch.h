@@ -5,6 +5,17 @@
  * with its overlap and unit normal. Several kernels (all pairs, dense grid,
  * spatial hashes) compute bit-identical results through one API.
  *
+ * Numbers: the test is the float comparison d2 < (r_i + r_j)^2 with
+ * d2 = dx*dx + dy*dy + dz*dz. It is exact (no overflow or underflow can
+ * change its answer) for every radius that is 0 or within [2^-60, 2^60]
+ * (about 8.67e-19 to 1.15e18): r_i + r_j <= 2^61, so its square is finite,
+ * and at least 2^-120, a normal float. Other radii are refused
+ * (NS_ERR_INVALID_INPUT): change the length unit. A distance that overflows
+ * to infinity is correctly no contact. The centres count as coincident, with
+ * the normal (0, 0, 0), when d2 is below FLT_MIN (2^-126: centres closer
+ * than about 1.1e-19), where d2 has lost precision; the overlap is always
+ * (r_i + r_j) - sqrt(d2).
+ *
  * Quick start (one call):
  *
  *     ns_particles p = {.n = n, .pos = xyz, .radius = NULL, .radius_uniform = h / 2};
@@ -22,7 +33,17 @@
  *
  * Errors: every fallible call returns an ns_status and, when given a non-NULL
  * ns_error, fills it with the status, the first offending particle (if any)
- * and a one-line message. The library never prints, exits or aborts.
+ * and a one-line message; on success it clears it (NS_OK, no particle, an
+ * empty message). The library never prints, exits or aborts (but see
+ * ns_max_threads() for what OpenMP itself may do).
+ *
+ * NULL arguments never crash. The ns_error may always be NULL; a NULL config
+ * or ns_sim_frame means the defaults / not written. Any other NULL pointer
+ * makes a fallible call return NS_ERR_INVALID_ARGUMENT (arrays of n items may
+ * be NULL when n is 0), makes a call without a status do nothing (init,
+ * free, sort, destroy, get_info, ns_sim_spawn, ns_sim_box_around), and makes
+ * a lookup or accessor return NULL, 0 or false (the exceptions are noted at
+ * the declarations).
  *
  * Thread safety: the kernel and workload tables are immutable. Different
  * indexes and contact lists may be used concurrently from different threads;
@@ -61,7 +82,7 @@ extern "C" {
 typedef enum ns_status {
     NS_OK = 0,
     NS_ERR_INVALID_ARGUMENT,  /* a NULL pointer, unknown name, bad setting */
-    NS_ERR_INVALID_INPUT,     /* non-finite coordinate or radius, negative radius */
+    NS_ERR_INVALID_INPUT,     /* non-finite coordinate, radius not 0 or in [2^-60, 2^60] */
     NS_ERR_OUT_OF_MEMORY,     /* an allocation failed; nothing leaked */
     NS_ERR_TOO_LARGE,         /* too many particles, cell coordinates beyond 2^62,
                                  or a dense grid over its memory cap */
@@ -90,13 +111,17 @@ typedef struct ns_particles {
     float radius_uniform;
 } ns_particles;
 
-/* Checks n <= NS_MAX_PARTICLES, finite coordinates, finite non-negative
- * radii. Names the first bad particle in err. Every build validates too, so
- * calling this is only needed to check input once, untimed, or early. */
+/* Checks n <= NS_MAX_PARTICLES, finite coordinates, and radii (or
+ * radius_uniform) that are 0 or within [2^-60, 2^60], the range where
+ * contacts are computed exactly (see the top of this file). Names the first
+ * bad particle in err. Every build validates too, so calling this is only
+ * needed to check input once, untimed, or early. */
 ns_status ns_particles_validate(const ns_particles *particles, ns_error *err);
 
 /* One contact, i < j: overlap = (r_i + r_j) - |p_j - p_i| and the unit normal
- * (p_j - p_i) / |p_j - p_i|, or (0, 0, 0) when the centres coincide. */
+ * (p_j - p_i) / |p_j - p_i|, or (0, 0, 0) when the centres coincide: when
+ * the float d2 = |p_j - p_i|^2 is below FLT_MIN (2^-126), i.e. the centres
+ * are closer than about 1.1e-19. */
 typedef struct ns_contact {
     uint32_t i, j;
     float overlap;
@@ -111,20 +136,70 @@ typedef struct ns_contact_list {
     size_t capacity;
 } ns_contact_list;
 
-void ns_contact_list_init(ns_contact_list *list);
-void ns_contact_list_free(ns_contact_list *list);
-/* Ensures capacity >= capacity_wanted. */
+void ns_contact_list_init(ns_contact_list *list); /* NULL: nothing */
+void ns_contact_list_free(ns_contact_list *list); /* NULL: nothing */
+/* Ensures capacity >= capacity_wanted (list NULL: NS_ERR_INVALID_ARGUMENT). */
 ns_status ns_contact_list_reserve(ns_contact_list *list, size_t capacity_wanted, ns_error *err);
-/* Sorts into (i, j) order; the kernels return contacts in any order. */
+/* Sorts into (i, j) order; the kernels return contacts in any order. NULL:
+ * nothing. */
 void ns_contact_list_sort(ns_contact_list *list);
 
-/* Settings. Zero-initialise, or start from ns_config_default(). */
+/* Settings. Zero-initialise, or start from ns_config_default().
+ *
+ * threads: for parallel kernels, ns_skin and ns_sim; 0 = OpenMP's default
+ * (omp_get_max_threads(), set by OMP_NUM_THREADS). A count above
+ * ns_max_threads(), or a default above it when threads is 0, is refused with
+ * NS_ERR_INVALID_ARGUMENT before any thread starts (at create, and again at
+ * build for the default, which may have changed). Negative is refused too.
+ *
+ * table_size: buckets of the hash kernels; 0 = 2n. Larger than
+ * NS_TABLE_SIZE_PER_PARTICLE x n (or NS_TABLE_SIZE_FLOOR for small n) is
+ * clamped to that, since more buckets are almost all empty and only cost
+ * memory; ns_index_info.table_size reports the size used. Above UINT32_MAX
+ * is refused (NS_ERR_INVALID_ARGUMENT).
+ *
+ * max_contacts: more contacts is NS_ERR_TOO_MANY_CONTACTS, with the same
+ * message from every kernel at every thread count, and exactly when the
+ * contacts are more than the limit. What a search holds for contacts stays
+ * within a small multiple of max_contacts x 24 bytes whatever the thread
+ * count, and so does what a refusal costs:
+ *   naive, grid_dense, hash_serial  the caller's list, grown by doubling to
+ *       at most max_contacts (1.5x during a copy); time until the limit is
+ *       passed (naive: that much of its O(n^2) pairs).
+ *   naive_omp, hash_parallel  per-thread buffers with one shared count: at
+ *       most 2 x max_contacts in all plus 1024 contacts per thread (3x during
+ *       copies); the threads stop soon after the limit is passed.
+ *   grid_sorted  counts first: a refusal holds no contacts at all and costs
+ *       its counting pass (about half of a search).
+ *   ns_skin  besides, candidates up to 2 x max_contacts (then a direct search),
+ *       kept between searches; a refusal costs the candidate search too.
+ * On success the list holds at most max_contacts (and the per-thread buffers
+ * their copy). */
 typedef struct ns_config {
-    int threads;           /* parallel kernels: 0 = OpenMP's default */
-    size_t table_size;     /* hash kernels: buckets, 0 = a default from n (2n) */
+    int threads;           /* see above: 0 = OpenMP's default, at most ns_max_threads() */
+    size_t table_size;     /* hash kernels: buckets, 0 = 2n; clamped to 8n (at least 1024) */
     size_t grid_max_bytes; /* grid_dense cell storage cap, 0 = NS_DEFAULT_GRID_MAX_BYTES */
-    size_t max_contacts;   /* more is NS_ERR_TOO_MANY_CONTACTS; 0 = ns_default_max_contacts() */
+    size_t max_contacts;   /* more is NS_ERR_TOO_MANY_CONTACTS; 0 = ns_default_max_contacts(),
+                              above NS_MAX_CONTACTS = NS_MAX_CONTACTS */
 } ns_config;
+
+/* The most threads any call starts: NS_THREADS_PER_CORE x the processors
+ * OpenMP reports (omp_get_num_procs()). More would not run any faster, and
+ * OpenMP ends the process when it cannot create or allocate for the threads
+ * it is asked for, so a larger config.threads or OMP_NUM_THREADS is refused
+ * (NS_ERR_INVALID_ARGUMENT) rather than passed on. libgomp still calls its
+ * fatal exit (printing "libgomp: Thread creation failed" or "Out of memory
+ * allocating ...") when the system refuses a thread or memory even within
+ * the cap: no library can catch that. */
+#define NS_THREADS_PER_CORE 8
+int ns_max_threads(void);
+
+/* table_size is clamped to max(NS_TABLE_SIZE_PER_PARTICLE x n,
+ * NS_TABLE_SIZE_FLOOR): at most 8 buckets per particle keeps collisions
+ * negligible (the default is 2), and the floor leaves small sets free to use
+ * any small table. */
+#define NS_TABLE_SIZE_PER_PARTICLE 8
+#define NS_TABLE_SIZE_FLOOR 1024
 
 /* The largest contact count any search returns (about 48 GiB of contacts). */
 #define NS_MAX_CONTACTS ((size_t)1 << 31)
@@ -149,12 +224,13 @@ typedef struct ns_kernel {
 
 size_t ns_kernel_count(void);
 const ns_kernel *ns_kernel_at(size_t k);           /* NULL when k >= count */
-const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown */
+const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown or name is NULL */
 
 /* An index: a kernel's search structure, rebuilt for every particle set. */
 typedef struct ns_index ns_index;
 
-/* Creates an empty index for a kernel; config NULL = defaults (copied). */
+/* Creates an empty index for a kernel; config NULL = defaults (copied).
+ * Refuses a bad config (threads, table_size) here, before any build. */
 ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_index **out,
                           ns_error *err);
 void ns_index_destroy(ns_index *index);
@@ -174,12 +250,13 @@ ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err);
 /* What the last build made. */
 typedef struct ns_index_info {
     size_t bytes;            /* memory of the index's own structures (not the contacts) */
-    size_t table_size;       /* buckets, for hash kernels; else 0 */
+    size_t table_size;       /* buckets used (config.table_size clamped), for hash kernels */
     size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
     size_t cells;            /* grid cells, for grid kernels; else 0 */
     double cell_size;  /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
     size_t candidates; /* pairs the last query tested by distance (its work) */
 } ns_index_info;
+/* index NULL: info zeroed; info NULL: nothing. */
 void ns_index_get_info(const ns_index *index, ns_index_info *info);
 
 /* Validate, build, query, destroy: the whole search in one call. */
@@ -195,7 +272,13 @@ ns_status ns_find_contacts(const ns_kernel *kernel, const ns_particles *particle
  * rebuilds the candidates with the kernel when a particle has moved more than
  * 0.45 * skin (0.05 * skin is left for rounding), when n or any radius
  * changed, or always when skin is too small for float precision at the
- * particles' coordinates (below 2^-13 of their magnitude). */
+ * particles' coordinates (below 2^-13 of their magnitude).
+ * The skin may be at most the particles' largest diameter (2 x the largest
+ * radius): a search with a larger one is refused (NS_ERR_INVALID_ARGUMENT),
+ * since every pair within it would be a candidate (unless every radius is
+ * 0: no contact is possible, each search is direct). The candidates are
+ * limited to 2 x config.max_contacts; a rebuild that finds more searches the
+ * particles directly instead (no reuse until the next rebuild). */
 typedef struct ns_skin ns_skin;
 ns_status ns_skin_create(const ns_kernel *kernel, const ns_config *config, float skin,
                          ns_skin **out, ns_error *err);
@@ -210,6 +293,7 @@ typedef struct ns_skin_info {
     bool rebuilt;      /* the last search ran the kernel */
     size_t bytes;      /* the skin's own memory, the kernel's index included */
 } ns_skin_info;
+/* skin NULL: info zeroed; info NULL: nothing. */
 void ns_skin_get_info(const ns_skin *skin, ns_skin_info *info);
 
 /* Workload generators, deterministic from (n, seed). The caller provides
@@ -221,8 +305,8 @@ typedef struct ns_workload {
 } ns_workload;
 
 size_t ns_workload_count(void);
-const ns_workload *ns_workload_at(size_t k);
-const ns_workload *ns_workload_find(const char *name);
+const ns_workload *ns_workload_at(size_t k);           /* NULL when k >= count */
+const ns_workload *ns_workload_find(const char *name); /* NULL when unknown or name is NULL */
 /* Any workload by name: those of the table, and "settled" (ns_sim_settled,
  * which runs a simulation and so can fail, and takes a thread count). */
 #define NS_SETTLED_NAME "settled"
@@ -251,7 +335,8 @@ typedef struct ns_sim_params {
     float margin;     /* pairs closer than r_i + r_j + margin * (largest radius) are searched
                          for, so a push during the passes cannot move a particle into one
                          it does not know about (default 0.2) */
-    float skin;       /* 0: a fresh search every frame; > 0: ns_skin with this skin */
+    float skin;       /* 0: a fresh search every frame; > 0: ns_skin with this skin, at
+                         most the largest diameter (2 x the largest radius) */
     float box_lo[3], box_hi[3];
 } ns_sim_params;
 ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
@@ -259,19 +344,24 @@ ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
 /* Release positions: the layout's particles spread out (radii kept), its
  * coordinates times 2 in x and y and times 8 in z, exactly (a column that
  * settles into a pile a few particles deep), and a box around them with room
- * of two largest radii on every side. */
+ * of two largest radii on every side. Writes nothing when layout or a box is
+ * NULL, or pos or radius is NULL with n > 0. */
 void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
                   float box_lo[3], float box_hi[3]);
 
 /* The box around n spheres: their bounding box widened by room largest radii
- * on every side and by headroom more on top (+z); [0, 1]^3 for n = 0. */
+ * on every side and by headroom more on top (+z); [0, 1]^3 for n = 0.
+ * Writes nothing when a box is NULL, or pos or radius is NULL with n > 0. */
 void ns_sim_box_around(size_t n, const float *pos, const float *radius, float room, float headroom,
                        float box_lo[3], float box_hi[3]);
 
 typedef struct ns_sim ns_sim;
 /* Copies pos (3n floats) and radius (n floats). Centres are clamped into the
  * box (a box narrower than a particle is NS_ERR_INVALID_ARGUMENT), then
- * overlaps present at the start are relaxed (positions only, velocities 0). */
+ * overlaps present at the start are relaxed (positions only, velocities 0).
+ * Refuses a skin above the largest diameter (NS_ERR_INVALID_ARGUMENT) and a
+ * search radius r + margin x (largest radius) / 2 outside the exact range
+ * (NS_ERR_INVALID_INPUT), besides the particles' own validation. */
 ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
                         const ns_sim_params *params, size_t n, const float *pos,
                         const float *radius, ns_sim **out, ns_error *err);
@@ -288,6 +378,7 @@ typedef struct ns_sim_frame {
 /* One frame; frame may be NULL. */
 ns_status ns_sim_step(ns_sim *sim, ns_sim_frame *frame, ns_error *err);
 
+/* The accessors return 0, NULL or 0.0 for a NULL sim. */
 size_t ns_sim_count(const ns_sim *sim);
 /* The last frame's search: the pairs closer than r_i + r_j + margin * (largest
  * radius) at the predicted positions, in the kernel's order. */
@@ -304,7 +395,9 @@ double ns_sim_potential_energy(const ns_sim *sim);
  * kinetic energy below 1e-3 of the potential energy released, at most
  * NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
  * beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
- * side in x and y. Deterministic from (n, seed) at any thread count. */
+ * side in x and y. Deterministic from (n, seed) at any thread count;
+ * threads as config.threads (0: OpenMP's default; above ns_max_threads()
+ * refused before any pile is made). */
 #define NS_SETTLED_BLOCK 20000
 /* Changes whenever the settled piles change (caches are keyed by it). */
 #define NS_SETTLED_VERSION 3
@@ -313,29 +406,70 @@ ns_status ns_sim_settled(size_t n, uint64_t seed, int threads, float *pos, float
                          ns_error *err);
 
 /* Particle files: text, one particle per line, `x,y,z` or `x,y,z,r` (spaces
- * around fields allowed, CRLF accepted). Blank lines and lines starting with
- * `#` are skipped anywhere; the first other line may be the header `x,y,z`
- * or `x,y,z,r`. Every data line has the same number of fields; each is a C
- * floating-point literal (strtod, the whole field), finite and within a
- * float's range; radii are non-negative. Particles are numbered 0, 1, ... in
- * file order, counting data lines only. */
+ * and tabs around fields allowed, CRLF accepted, a UTF-8 byte-order mark
+ * (EF BB BF) at the very start of the file ignored). Blank lines and lines
+ * starting with `#` are skipped anywhere; the first other line may be the
+ * header `x,y,z` or `x,y,z,r`. Every data line has the same number of
+ * fields; each is a C floating-point literal (strtof, the whole field, hex
+ * floats included, no whitespace inside), finite and within a float's range;
+ * radii are non-negative. A line is at most NS_MAX_LINE bytes, not counting
+ * its end (LF or CRLF), and a field may be as long as its line. A NUL byte
+ * anywhere is refused (the input is not text). Particles are numbered 0, 1,
+ * ... in file order, counting data lines only. */
+#define NS_MAX_LINE 65536
+
+/* Where the particles are in their file, compactly: particle `particle` is
+ * preceded by `lines` lines in all that are not particles (header, blank,
+ * comment); one entry per particle where that count grows. */
+typedef struct ns_particle_file_skip {
+    size_t particle;
+    size_t lines;
+} ns_particle_file_skip;
+
 typedef struct ns_particle_file {
     size_t n;
     float *pos;    /* 3n floats */
     float *radius; /* n floats, or NULL when the file has three columns */
     int columns;   /* 3 or 4; 0 when the file has neither header nor data */
     bool header;   /* the file has a header line */
+    size_t lines;  /* the file's lines (a last line without LF included) */
+    /* the particles' lines, read by ns_particle_file_line_of() */
+    ns_particle_file_skip *skips;
+    size_t skip_count;
 } ns_particle_file;
 
-/* Parses text[0..len). On error fills err with NS_ERR_INVALID_INPUT, the
- * 1-based line and a message naming the bad value ("radius -1 is
- * negative"), and leaves *out empty. */
+/* Reads a particle file from in to its end, parsing as it reads: besides the
+ * particles it holds at most one line and one block of text (under 96 KiB),
+ * so any input, endless or binary, fails or ends in bounded memory. in is
+ * not closed. On error *out is left empty (all zero) and err says why:
+ *   NS_ERR_INVALID_INPUT     a line breaks the rules above: err->line is its
+ *                            1-based number and the message names the bad
+ *                            value ("radius -1 is negative", "x 'abc' is not
+ *                            a number"; bytes that are not printable ASCII
+ *                            shown as \xNN, at most 64 characters), or says
+ *                            "line is longer than 65536 bytes" or "a NUL byte
+ *                            (this is not a text file)"
+ *   NS_ERR_TOO_LARGE         more than NS_MAX_PARTICLES particles
+ *   NS_ERR_IO                reading failed (the C library's reason)
+ *   NS_ERR_OUT_OF_MEMORY     nothing is leaked
+ *   NS_ERR_INVALID_ARGUMENT  in or out is NULL
+ * On success err (when non-NULL) is cleared: NS_OK, an empty message. */
+ns_status ns_particle_file_read(FILE *in, ns_particle_file *out, ns_error *err);
+/* The same parser over text[0..len) in memory (text may be NULL when len is
+ * 0; text NULL with len > 0 is NS_ERR_INVALID_ARGUMENT). */
 ns_status ns_particle_file_parse(const char *text, size_t len, ns_particle_file *out,
                                  ns_error *err);
+/* Frees a file's arrays and zeroes it; NULL is a no-op. */
 void ns_particle_file_free(ns_particle_file *file);
-/* The 1-based line of particle k in text (0 when there is no such particle). */
+/* The 1-based line of particle k of a file read or parsed (0 when k >= n or
+ * file is NULL): for naming the line of a particle a search refuses. */
+size_t ns_particle_file_line_of(const ns_particle_file *file, size_t k);
+/* The same for text in memory: parses it, so 0 also when it does not parse.
+ * Kept for compatibility; ns_particle_file_line_of needs no text. */
 size_t ns_particle_file_line(const char *text, size_t len, size_t k);
-/* Writes the particle-file form (header x,y,z,r, numbers as %.9g). */
+/* Writes the particle-file form (header x,y,z,r, numbers as %.9g). out NULL
+ * or particles NULL is NS_ERR_INVALID_ARGUMENT; particles are validated
+ * first (ns_particles_validate). */
 ns_status ns_particles_write(FILE *out, const ns_particles *particles, ns_error *err);
 
 /* Contact files, in the list's order (sort it first).
@@ -343,18 +477,22 @@ ns_status ns_particles_write(FILE *out, const ns_particles *particles, ns_error 
  * numbers as printf's %.9g (a float round-trips).
  * NS_FORMAT_BIN: little-endian; a 24-byte header: the 8 bytes "NSCONTAC",
  * uint32 version (1), uint32 record size (24), uint64 record count; then per
- * contact uint32 i, uint32 j, float overlap, float nx, ny, nz. */
+ * contact uint32 i, uint32 j, float overlap, float nx, ny, nz.
+ * out NULL, contacts NULL, items NULL with count > 0 or another format is
+ * NS_ERR_INVALID_ARGUMENT; a failed write is NS_ERR_IO. On success err (when
+ * non-NULL) is cleared. */
 typedef enum ns_format { NS_FORMAT_CSV, NS_FORMAT_BIN } ns_format;
 #define NS_BIN_MAGIC "NSCONTAC"
 #define NS_BIN_VERSION 1
 ns_status ns_contacts_write(FILE *out, const ns_contact_list *contacts, ns_format format,
                             ns_error *err);
 /* Formats a float exactly as printf("%.9g") does, faster; returns the length
- * written to buf (at least 16 bytes; no terminating NUL). */
+ * written to buf (at least 16 bytes; no terminating NUL); 0 when buf is NULL. */
 size_t ns_format_float(char *buf, float value);
 
-/* Allocation hooks, for embedding and for tests. NULL restores the C library.
- * Must be called before any other call and never concurrently with one. */
+/* Allocation hooks, for embedding and for tests. NULL (or a hook with a NULL
+ * function) restores the C library. Must be called before any other call and
+ * never concurrently with one. */
 typedef struct ns_allocator {
     void *(*malloc_fn)(size_t size, void *ctx);
     void *(*realloc_fn)(void *ptr, size_t size, void *ctx);

@@ -113,7 +113,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
     state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     const float *particle = s->particle.a;
-    ns__tbufs_reset(&s->out);
+    ns__tbufs_reset(&s->out, in->max_contacts);
     long long buckets = (long long)s->table_size;
     size_t tested = 0;
 #pragma omp parallel num_threads(in->threads) reduction(+ : tested)

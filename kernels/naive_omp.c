@@ -44,7 +44,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     *candidates = in->n * (in->n - 1) / 2;
     state *s = p;
-    ns__tbufs_reset(&s->out);
+    ns__tbufs_reset(&s->out, in->max_contacts);
     long long n = (long long)in->n;
 #pragma omp parallel num_threads(in->threads)
     {

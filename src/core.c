@@ -5,6 +5,8 @@
 
 #include "internal.h"
 
+#include <limits.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,14 @@ void ns__u32s_free(ns__u32s *v)
 
 /* Validation */
 
+ns_status ns__radius_out_of_range(ns_error *err, size_t particle, const char *who, float r)
+{
+    return ns__fail(err, NS_ERR_INVALID_INPUT, particle,
+                    "%s %.9g is outside [%.9g, %.9g] (0 or 2^-60 to 2^60), the range where "
+                    "contacts are computed exactly; change the length unit",
+                    who, (double)r, (double)NS__RADIUS_MIN, (double)NS__RADIUS_MAX);
+}
+
 ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
 {
     if (!p)
@@ -159,6 +169,9 @@ ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
         return ns__fail(err, NS_ERR_INVALID_INPUT, p->n ? 0 : NS_NO_PARTICLE,
                         "uniform radius %g is %s", (double)p->radius_uniform,
                         isfinite(p->radius_uniform) ? "negative" : "not finite");
+    if (!p->radius && !ns__radius_in_range(p->radius_uniform))
+        return ns__radius_out_of_range(err, p->n ? 0 : NS_NO_PARTICLE, "uniform radius",
+                                       p->radius_uniform);
     static const char axis[3] = {'x', 'y', 'z'};
     for (size_t i = 0; i < p->n; i++) {
         for (int k = 0; k < 3; k++) {
@@ -176,9 +189,49 @@ ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
             if (r < 0.0f)
                 return ns__fail(err, NS_ERR_INVALID_INPUT, i, "particle %zu: radius %g is negative",
                                 i, (double)r);
+            if (!ns__radius_in_range(r)) {
+                char who[48];
+                snprintf(who, sizeof who, "particle %zu: radius", i);
+                return ns__radius_out_of_range(err, i, who, r);
+            }
         }
     }
     ns__ok(err);
+    return NS_OK;
+}
+
+/* Threads */
+
+int ns_max_threads(void)
+{
+    int procs = omp_get_num_procs();
+    if (procs < 1)
+        procs = 1;
+    return procs > INT_MAX / NS_THREADS_PER_CORE ? INT_MAX : procs * NS_THREADS_PER_CORE;
+}
+
+ns_status ns__resolve_threads(int requested, int *threads, ns_error *err)
+{
+    int cap = ns_max_threads();
+    if (requested < 0)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "threads = %d is negative",
+                        requested);
+    if (requested > cap)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "threads = %d is more than the %d this machine allows (%d per processor)",
+                        requested, cap, NS_THREADS_PER_CORE);
+    if (requested == 0) {
+        /* OMP_NUM_THREADS beyond INT_MAX reads as 0 or negative */
+        int deflt = omp_get_max_threads();
+        if (deflt < 1 || deflt > cap)
+            return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                            "OpenMP's default of %d threads (OMP_NUM_THREADS) is not between 1 and "
+                            "the %d this machine allows (%d per processor); lower OMP_NUM_THREADS "
+                            "or set threads",
+                            deflt, cap, NS_THREADS_PER_CORE);
+        requested = deflt;
+    }
+    *threads = requested;
     return NS_OK;
 }
 
@@ -197,6 +250,13 @@ size_t ns_default_max_contacts(void)
     return NS_MAX_CONTACTS;
 }
 
+size_t ns__resolve_max_contacts(size_t configured)
+{
+    if (configured == 0)
+        return ns_default_max_contacts();
+    return configured < NS_MAX_CONTACTS ? configured : NS_MAX_CONTACTS;
+}
+
 ns_config ns_config_default(void)
 {
     ns_config c = {0, 0, NS_DEFAULT_GRID_MAX_BYTES, 0};
@@ -207,6 +267,8 @@ ns_config ns_config_default(void)
 
 void ns_contact_list_init(ns_contact_list *list)
 {
+    if (!list)
+        return;
     list->items = NULL;
     list->count = 0;
     list->capacity = 0;
@@ -214,6 +276,8 @@ void ns_contact_list_init(ns_contact_list *list)
 
 void ns_contact_list_free(ns_contact_list *list)
 {
+    if (!list)
+        return;
     ns__free(list->items);
     ns_contact_list_init(list);
 }
@@ -222,8 +286,10 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
 {
     if (!list)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "contact list is NULL");
-    if (wanted <= list->capacity)
+    if (wanted <= list->capacity) {
+        ns__ok(err);
         return NS_OK;
+    }
     if (wanted > SIZE_MAX / sizeof(ns_contact))
         return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE, "%zu contacts do not fit in memory",
                         wanted);
@@ -234,6 +300,7 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
                         wanted, wanted * sizeof(ns_contact));
     list->items = items;
     list->capacity = wanted;
+    ns__ok(err);
     return NS_OK;
 }
 

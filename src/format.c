@@ -21,9 +21,9 @@ static size_t format_slow(char *buf, float value)
 /* round(m * 5^k * 2^(k+e)), half to even; k in [0, 13], |k + e| < 64 */
 static uint64_t scaled(uint64_t m, int e, int k)
 {
-    static const uint64_t pow5[14] = {1,        5,         25,         125,        625,
-                                      3125,     15625,     78125,      390625,     1953125,
-                                      9765625,  48828125,  244140625,  1220703125};
+    static const uint64_t pow5[14] = {1,       5,        25,        125,       625,
+                                      3125,    15625,    78125,     390625,    1953125,
+                                      9765625, 48828125, 244140625, 1220703125};
     uint64_t t = m * pow5[k];
     int sh = k + e;
     if (sh >= 0)
@@ -34,6 +34,8 @@ static uint64_t scaled(uint64_t m, int e, int k)
 
 size_t ns_format_float(char *buf, float value)
 {
+    if (!buf)
+        return 0;
     double a = fabs((double)value);
     if (!(a >= 1e-4 && a < 1e9))
         return format_slow(buf, value);

@@ -18,7 +18,8 @@ struct ns_index {
 
 /* Bounds, largest radius and a cheap validity check in one pass over the
  * particles. Returns false when some value is not finite or a radius is
- * negative; ns_particles_validate() then says which. */
+ * negative or outside the exact range; ns_particles_validate() then says
+ * which. */
 static bool scan_particles(ns__input *in)
 {
     const float *pos = in->pos, *rad = in->radius;
@@ -43,7 +44,7 @@ static bool scan_particles(ns__input *in)
         hi2 = z > hi2 ? z : hi2;
         if (rad) {
             float r = rad[i];
-            bad |= !(r >= 0.0f && r <= 3.4028234664e38f);
+            bad |= !(r == 0.0f || (r >= NS__RADIUS_MIN && r <= NS__RADIUS_MAX));
             maxr = r > maxr ? r : maxr;
         }
     }
@@ -60,6 +61,17 @@ static size_t default_table_size(size_t n)
     if (n == 0)
         return 1;
     return n < UINT32_MAX / 2 ? 2 * n : UINT32_MAX;
+}
+
+/* The most buckets a table for n particles gets (see nsearch.h): beyond
+ * NS_TABLE_SIZE_PER_PARTICLE per particle the buckets are almost all empty
+ * and only cost memory and the time to clear them. */
+static size_t table_size_cap(size_t n)
+{
+    size_t cap = n < UINT32_MAX / NS_TABLE_SIZE_PER_PARTICLE
+                     ? (size_t)NS_TABLE_SIZE_PER_PARTICLE * n
+                     : UINT32_MAX;
+    return cap > NS_TABLE_SIZE_FLOOR ? cap : NS_TABLE_SIZE_FLOOR;
 }
 
 static bool cell_in_range(double c)
@@ -106,9 +118,14 @@ ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_i
     if (!kernel || !kernel->ops)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "kernel is NULL");
     ns_config c = config ? *config : ns_config_default();
-    if (c.threads < 0)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "threads = %d is negative",
-                        c.threads);
+    /* an explicit count is checked for every kernel; OpenMP's default only
+     * matters to the parallel ones */
+    int threads;
+    if (c.threads != 0 || kernel->parallel) {
+        ns_status s = ns__resolve_threads(c.threads, &threads, err);
+        if (s != NS_OK)
+            return s;
+    }
     if (c.table_size > UINT32_MAX)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "table_size = %zu is more than the %u buckets a uint32_t numbers",
@@ -152,16 +169,21 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
     in->pos = p->pos;
     in->radius = p->radius;
     in->radius_uniform = p->radius_uniform;
-    in->threads =
-        index->kernel->parallel ? (c->threads > 0 ? c->threads : omp_get_max_threads()) : 1;
-    in->table_size = c->table_size > 0 ? c->table_size : default_table_size(p->n);
+    in->threads = 1;
+    if (index->kernel->parallel) {
+        /* again: OpenMP's default may have changed since the create */
+        ns_status s = ns__resolve_threads(c->threads, &in->threads, err);
+        if (s != NS_OK)
+            return s;
+    }
+    size_t table_cap = table_size_cap(p->n);
+    in->table_size = c->table_size == 0          ? default_table_size(p->n)
+                     : c->table_size > table_cap ? table_cap
+                                                 : c->table_size;
     in->grid_max_bytes = c->grid_max_bytes;
-    in->max_contacts = c->max_contacts > 0 && c->max_contacts < NS_MAX_CONTACTS
-                           ? c->max_contacts
-                           : ns_default_max_contacts();
+    in->max_contacts = ns__resolve_max_contacts(c->max_contacts);
 
-    if (!scan_particles(in) ||
-        (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f)))
+    if (!scan_particles(in) || (!p->radius && !ns__radius_in_range(p->radius_uniform)))
         return ns_particles_validate(p, err);
     index->trivial = p->n < 2 || in->frame.max_radius == 0.0f;
     if (!index->trivial) {
@@ -224,8 +246,15 @@ ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
     return NS_OK;
 }
 
+void ns__index_set_max_contacts(ns_index *index, size_t max_contacts)
+{
+    index->config.max_contacts = max_contacts;
+}
+
 void ns_index_get_info(const ns_index *index, ns_index_info *info)
 {
+    if (!info)
+        return;
     memset(info, 0, sizeof *info);
     if (!index)
         return;

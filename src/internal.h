@@ -4,6 +4,7 @@
 
 #include "nsearch.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -34,6 +35,32 @@ typedef struct ns__u32s {
 /* Ensures capacity >= wanted (old content is not kept); false when out of memory. */
 bool ns__u32s_reserve(ns__u32s *v, size_t wanted);
 void ns__u32s_free(ns__u32s *v);
+
+/* The range of radii where the float predicate below is exact: 0, or
+ * [NS__RADIUS_MIN, NS__RADIUS_MAX] = [2^-60, 2^60] (see nsearch.h). Then
+ * s = r_i + r_j <= 2^61, so s * s <= 2^122 is finite, and s * s >= 2^-120 is
+ * a normal float (no underflow). */
+#define NS__RADIUS_MIN 0x1p-60f
+#define NS__RADIUS_MAX 0x1p60f
+static inline bool ns__radius_in_range(float r)
+{
+    return r == 0.0f || (r >= NS__RADIUS_MIN && r <= NS__RADIUS_MAX);
+}
+/* Fills err with the refusal of a radius outside that range; who is
+ * "particle 3: radius" or "uniform radius" (particle: the one to name in
+ * err). */
+ns_status ns__radius_out_of_range(ns_error *err, size_t particle, const char *who, float r);
+
+/* The thread count a call uses: requested (config.threads) when positive,
+ * else OpenMP's default (omp_get_max_threads(), i.e. OMP_NUM_THREADS).
+ * Refuses (NS_ERR_INVALID_ARGUMENT) a negative count and one above
+ * ns_max_threads(), including a default above it, so no parallel region is
+ * ever started with more threads than the cap. */
+ns_status ns__resolve_threads(int requested, int *threads, ns_error *err);
+
+/* config.max_contacts as a search uses it: 0 is ns_default_max_contacts(),
+ * more than NS_MAX_CONTACTS is NS_MAX_CONTACTS. */
+size_t ns__resolve_max_contacts(size_t configured);
 
 /* Fills err (when non-NULL) and returns status. */
 ns_status ns__fail(ns_error *err, ns_status status, size_t particle, const char *fmt, ...)
@@ -112,9 +139,12 @@ static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, 
     c->i = i;
     c->j = j;
     c->overlap = s - d;
-    /* + 0.0f turns a negative zero into +0 and changes nothing else; the
-     * selects (not a branch) let a loop of these be vectorised. */
-    bool coincident = d2 == 0.0f;
+    /* Coincident: d2 below the smallest normal float (2^-126, centres closer
+     * than about 1.1e-19), where d2 has lost precision (it is subnormal or 0)
+     * and (dx, dy, dz) / d would not have unit length. + 0.0f turns a
+     * negative zero into +0 and changes nothing else; the selects (not a
+     * branch) let a loop of these be vectorised. */
+    bool coincident = d2 < FLT_MIN;
     c->nx = coincident ? 0.0f : dx / d + 0.0f;
     c->ny = coincident ? 0.0f : dy / d + 0.0f;
     c->nz = coincident ? 0.0f : dz / d + 0.0f;
@@ -221,13 +251,18 @@ static inline ns_status ns__list_push(ns_contact_list *list, const ns_contact *c
 ns_status ns__too_many_contacts(ns_error *err, size_t max_contacts);
 
 /* Per-thread contact buffers for parallel kernels, kept in a kernel's state
- * and reused across queries. Thread t pushes into bufs[t] only; the first
+ * and reused across queries. Thread t pushes into bufs[t] only. The limit
+ * max_contacts is global: a thread whose buffer is full adds what it found
+ * since its last visit to a shared total, fails when the total is over the
+ * limit, and grows its buffer to at most its contacts plus what the limit
+ * still allows (see contact_buffers.c for the memory bound). The first
  * failure (out of memory, over max_contacts) raises a shared flag so every
  * thread can stop early; ns__tbufs_merge() then reports it, or concatenates
  * the buffers into the caller's list. */
 typedef struct ns__tbuf {
     ns_contact *items;
     size_t count, capacity;
+    size_t published; /* of count, the contacts already added to the shared total */
     ns_status status;
     char pad[64]; /* keep neighbouring threads' counters off one cache line */
 } ns__tbuf;
@@ -236,18 +271,21 @@ typedef struct ns__tbufs {
     ns__tbuf *bufs;
     int count;
     atomic_int failed;
+    atomic_size_t total; /* contacts the threads have published */
 } ns__tbufs;
 
 ns_status ns__tbufs_init(ns__tbufs *t, int threads, ns_error *err);
 void ns__tbufs_free(ns__tbufs *t);
-void ns__tbufs_reset(ns__tbufs *t);
+/* Empties the buffers for a query with this limit (releasing them when an
+ * earlier query left more than the limit needs). */
+void ns__tbufs_reset(ns__tbufs *t, size_t max_contacts);
 size_t ns__tbufs_bytes(const ns__tbufs *t);
 /* Appends c to thread's buffer; false (and the flag raised) on failure. */
 bool ns__tbuf_push_slow(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts);
 static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, size_t max_contacts)
 {
     ns__tbuf *b = &t->bufs[thread];
-    if (b->count < b->capacity && b->count < max_contacts && b->status == NS_OK) {
+    if (b->count < b->capacity && b->status == NS_OK) {
         b->items[b->count++] = *c;
         return true;
     }
@@ -257,6 +295,10 @@ static inline bool ns__tbuf_push(ns__tbufs *t, int thread, const ns_contact *c, 
 bool ns__tbufs_failed(ns__tbufs *t);
 /* Replaces list's content with every buffer's contacts. */
 ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contacts, ns_error *err);
+
+/* Sets the contact limit of an index's next builds (for ns_skin, which
+ * searches candidates and contacts with different limits); 0 = the default. */
+void ns__index_set_max_contacts(ns_index *index, size_t max_contacts);
 
 /* Counting sort of particles 0..n by key[i] < nkeys: afterwards bucket k
  * holds entries[start[k] .. start[k+1]), in increasing particle order, and

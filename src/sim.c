@@ -37,7 +37,7 @@ struct ns_sim {
     float *r;     /* radii, n */
     float *rs;    /* radii for the search: widened by the margin, n */
     double *w;    /* inverse masses r^-3, n (0 for r = 0: it does not move); doubles, so
-                     that neither a radius of 1e-13 nor one of 1e38 leaves the range */
+                     that no radius of the exact range (2^-60 to 2^60) leaves theirs */
     ns__u32s row; /* neighbour list: row[i] .. row[i + 1] in nbr */
     ns__u32s nbr;
     ns__u32s fill;
@@ -63,6 +63,8 @@ ns_sim_params ns_sim_params_default(void)
 void ns_sim_box_around(size_t n, const float *pos, const float *radius, float room, float headroom,
                        float box_lo[3], float box_hi[3])
 {
+    if (!box_lo || !box_hi || (n && (!pos || !radius)))
+        return;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     float max_radius = 0.0f;
     for (size_t i = 0; i < n; i++) {
@@ -83,6 +85,8 @@ void ns_sim_box_around(size_t n, const float *pos, const float *radius, float ro
 void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
                   float box_lo[3], float box_hi[3])
 {
+    if (!layout || !layout->generate || !box_lo || !box_hi || (n && (!pos || !radius)))
+        return;
     layout->generate(n, seed, pos, radius);
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
@@ -322,7 +326,7 @@ static ns_status check_params(const ns_sim_params *p, size_t n, const float *rad
         p->iterations < 1 || p->iterations > 10000 ||
         !(p->relaxation > 0.0f && p->relaxation < 2.0f) ||
         !(p->damping >= 0.0f && p->damping < 1.0f) || !(p->margin >= 0.0f && p->margin <= 10.0f) ||
-        !(p->shock >= 0.0f && p->shock <= 60.0f) || !(p->skin >= 0.0f && p->skin <= 1e30f))
+        !(p->shock >= 0.0f && p->shock <= 60.0f) || !(p->skin >= 0.0f && isfinite(p->skin)))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "simulation parameters out of range (dt %g, gravity %g, iterations %d, "
                         "relaxation %g, damping %g, shock %g, margin %g, skin %g)",
@@ -333,12 +337,31 @@ static ns_status check_params(const ns_sim_params *p, size_t n, const float *rad
             return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                             "the box's axis %d, [%g, %g], is empty or not finite", k,
                             (double)p->box_lo[k], (double)p->box_hi[k]);
-    for (size_t i = 0; i < n; i++)
+    float max_radius = 0.0f;
+    for (size_t i = 0; i < n; i++) {
         for (int k = 0; k < 3; k++)
             if (!(2.0f * radius[i] <= p->box_hi[k] - p->box_lo[k]))
                 return ns__fail(err, NS_ERR_INVALID_ARGUMENT, i,
                                 "particle %zu (radius %g) does not fit in the box's axis %d", i,
                                 (double)radius[i], k);
+        max_radius = radius[i] > max_radius ? radius[i] : max_radius;
+    }
+    /* the skin's limit (see ns_skin_search) */
+    if (max_radius > 0.0f && p->skin > 2.0f * max_radius)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "skin %g is more than the particles' largest diameter %g (2 x the largest "
+                        "radius): every pair within it would be a candidate",
+                        (double)p->skin, 2.0 * (double)max_radius);
+    /* the search radii, r + margin x largest radius / 2, in the exact range */
+    const float widen = 0.5f * p->margin * max_radius;
+    for (size_t i = 0; i < n; i++)
+        if (!ns__radius_in_range(radius[i] + widen))
+            return ns__fail(err, NS_ERR_INVALID_INPUT, i,
+                            "particle %zu: its search radius %.9g (radius %g + margin %g x the "
+                            "largest radius / 2) is outside [%.9g, %.9g] (0 or 2^-60 to 2^60), the "
+                            "range where contacts are computed exactly; change the length unit",
+                            i, (double)(radius[i] + widen), (double)radius[i], (double)p->margin,
+                            (double)NS__RADIUS_MIN, (double)NS__RADIUS_MAX);
     return NS_OK;
 }
 
@@ -348,11 +371,15 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
 {
     if (out)
         *out = NULL;
-    if (!out || !params || (n && (!pos || !radius)))
+    if (!out || !kernel || !kernel->ops || !params || (n && (!pos || !radius)))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "a NULL output, parameters, positions or radii");
+                        "a NULL output, kernel, parameters, positions or radii");
+    int threads;
+    ns_status st = ns__resolve_threads(config ? config->threads : 0, &threads, err);
+    if (st != NS_OK)
+        return st;
     ns_particles given = {.n = n, .pos = pos, .radius = radius};
-    ns_status st = ns_particles_validate(&given, err);
+    st = ns_particles_validate(&given, err);
     if (st == NS_OK)
         st = check_params(params, n, radius, err);
     if (st != NS_OK)
@@ -363,7 +390,7 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
     memset(sim, 0, sizeof *sim);
     sim->p = *params;
     sim->n = n;
-    sim->threads = config && config->threads > 0 ? config->threads : omp_get_max_threads();
+    sim->threads = threads;
     ns_contact_list_init(&sim->contacts);
     size_t m = n ? n : 1;
     sim->x = ns__malloc_array(3 * m, sizeof(float));
@@ -416,6 +443,7 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
     if (n)
         memcpy(sim->x, sim->q, 3 * n * sizeof(float));
     *out = sim;
+    ns__ok(err);
     return NS_OK;
 }
 
@@ -462,6 +490,7 @@ ns_status ns_sim_step(ns_sim *sim, ns_sim_frame *frame, ns_error *err)
     f.resolve_s = t3 - t2;
     if (frame)
         *frame = f;
+    ns__ok(err);
     return NS_OK;
 }
 
@@ -503,15 +532,22 @@ ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t blo
     float lo[3], hi[3];
     if (n && (!pos || !radius))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "pos or radius is NULL");
-    if (n <= block)
-        return settle(n, seed, threads, pos, radius, lo, hi, err);
+    int resolved; /* refused before any pile is made */
+    ns_status st = ns__resolve_threads(threads, &resolved, err);
+    if (st != NS_OK)
+        return st;
+    if (n <= block) {
+        st = settle(n, seed, threads, pos, radius, lo, hi, err);
+        if (st == NS_OK)
+            ns__ok(err);
+        return st;
+    }
     /* k piles: the first n % k of q + 1 particles, the others of q */
     size_t k = (n + block - 1) / block, q = n / k, big = n % k;
     size_t columns = 1;
     while (columns * columns < k)
         columns++;
     float *pile_pos[2] = {NULL, NULL}, *pile_r[2] = {NULL, NULL}, plo[2][3], phi[2][3];
-    ns_status st = NS_OK;
     for (int b = 0; b < 2 && st == NS_OK; b++) {
         size_t m = q + (b == 0);
         if (b == 0 && big == 0)
@@ -546,5 +582,7 @@ ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t blo
         ns__free(pile_pos[b]);
         ns__free(pile_r[b]);
     }
+    if (st == NS_OK)
+        ns__ok(err);
     return st;
 }

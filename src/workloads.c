@@ -222,5 +222,6 @@ ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int th
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "unknown workload '%s'",
                         name);
     w->generate(n, seed, pos, radius);
+    ns__ok(err);
     return NS_OK;
 }

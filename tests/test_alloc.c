@@ -11,9 +11,10 @@
  * succeeds with the right contacts or returns NS_ERR_OUT_OF_MEMORY, and once
  * its index and contact list are freed no block is still allocated. The
  * allocator is thread-safe: parallel kernels allocate inside OpenMP regions.
- * `test_alloc io` does the same for the particle-file reader and the
- * particle and contact writers (CSV and binary), `test_alloc sim` for the
- * simulation (with and without a skin) and the settled piles. */
+ * `test_alloc io` does the same for the particle-file parser and reader
+ * (from memory and from a FILE) and the particle and contact writers (CSV
+ * and binary), `test_alloc sim` for the simulation (with and without a
+ * skin) and the settled piles. */
 #include "testlib.h"
 
 /* internal (src/internal.h): ns_sim_settled with piles of at most `block` */
@@ -121,6 +122,31 @@ static ns_status io_parse(const char *text, size_t len, const ns_contact_list *c
     if (st == NS_OK) {
         CHECK_EQ_U(f.n, 3000);
         ns_particle_file_free(&f);
+    } else {
+        CHECK(f.n == 0 && f.pos == NULL && f.radius == NULL && f.skips == NULL);
+    }
+    return st;
+}
+
+/* The streaming reader, from a temporary file (whose own buffers are the C
+ * library's, not the hook's). */
+static ns_status io_read(const char *text, size_t len, const ns_contact_list *contacts,
+                         ns_error *err)
+{
+    (void)contacts;
+    FILE *in = tmpfile();
+    REQUIRE(in != NULL);
+    REQUIRE(fwrite(text, 1, len, in) == len);
+    rewind(in);
+    ns_particle_file f;
+    ns_status st = ns_particle_file_read(in, &f, err);
+    fclose(in);
+    if (st == NS_OK) {
+        CHECK_EQ_U(f.n, 3000);
+        CHECK_EQ_U(ns_particle_file_line_of(&f, 2999), 3000 + 1 + 3000 / 50);
+        ns_particle_file_free(&f);
+    } else {
+        CHECK(f.n == 0 && f.pos == NULL && f.radius == NULL && f.skips == NULL);
     }
     return st;
 }
@@ -165,14 +191,18 @@ static int io_sweep(void)
     REQUIRE(text != NULL);
     size_t len = 0;
     len += (size_t)sprintf(text, "x,y,z,r\n");
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) { /* a comment every 50 lines: the line map grows too */
+        if (i % 50 == 0)
+            len += (size_t)sprintf(text + len, "# block %d\n", i / 50);
         len += (size_t)sprintf(text + len, "%d.5,%d.25,-%d,0.%d\n", i, i % 7, i % 13, 1 + i % 9);
+    }
     ns_contact *items = malloc(50000 * sizeof(ns_contact));
     REQUIRE(items != NULL);
     for (uint32_t k = 0; k < 50000; k++)
         items[k] = (ns_contact){k, k + 1, 0.125f * (float)(k % 8), 1.0f, 0.0f, -0.0f};
     ns_contact_list contacts = {items, 50000, 50000};
     static const io_case cases[] = {{"parse", io_parse},
+                                    {"read", io_read},
                                     {"write csv", io_csv},
                                     {"write bin", io_bin},
                                     {"write particles", io_particles}};

@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 
 #define ANY_COUNT SIZE_MAX /* expect_all: take the count from tl_reference, require > 0 */
 
@@ -604,16 +605,96 @@ static void t_exactly_touching(void)
     tl_set_free(&lat);
 }
 
+/* The normal of every contact of p (sorted, from a kernel) against the
+ * coincident rule: (0, 0, 0) when d2 < FLT_MIN, else of unit length within
+ * 1e-6 (a property of each contact, not a comparison of kernels). Returns
+ * how many contacts had each kind of normal. */
+static void check_normals(const ns_particles *p, const ns_contact_list *got, size_t *zero,
+                          size_t *unit)
+{
+    *zero = *unit = 0;
+    for (size_t k = 0; k < got->count; k++) {
+        const ns_contact *c = &got->items[k];
+        const float *pi = p->pos + 3 * (size_t)c->i, *pj = p->pos + 3 * (size_t)c->j;
+        float dx = pj[0] - pi[0], dy = pj[1] - pi[1], dz = pj[2] - pi[2];
+        float d2 = dx * dx + dy * dy + dz * dz;
+        double len = sqrt((double)c->nx * c->nx + (double)c->ny * c->ny + (double)c->nz * c->nz);
+        if (d2 < FLT_MIN) {
+            (*zero)++;
+            CHECK_MSG(tl_bits(c->nx) == 0 && tl_bits(c->ny) == 0 && tl_bits(c->nz) == 0,
+                      "contact (%u, %u): d2 %g < FLT_MIN, want the normal +0,+0,+0", c->i, c->j,
+                      (double)d2);
+        } else {
+            (*unit)++;
+            CHECK_MSG(fabs(len - 1.0) <= 1e-6, "contact (%u, %u): d2 %g, |normal| = %.9g", c->i,
+                      c->j, (double)d2, len);
+        }
+    }
+}
+
 static void t_extreme_values(void)
 {
-    /* r = 1e30: (r_i + r_j)^2 overflows to +inf, so every pair is a contact */
+    /* r = 2^60, the largest accepted: (r_i + r_j)^2 = 2^122 is finite. Centres
+     * 1e20 apart: dx * dx = 1e40 overflows to inf, no contact; 1e19 and 3e18
+     * apart: no contact (d2 finite, above 2^122 = 5.3e36); 2e18 apart and
+     * coincident: contacts. */
+    const float big = 0x1p60f;
     tl_set s;
+    tl_set_init(&s, 10);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, big);
+    tl_set_put(&s, 1, 1e20f, 0.0f, 0.0f, big);  /* d2 overflows */
+    tl_set_put(&s, 2, 0.0f, 1e19f, 0.0f, big);  /* 1e19 from 0 */
+    tl_set_put(&s, 3, 2e18f, 1e19f, 0.0f, big); /* 2e18 from 2: contact */
+    tl_set_put(&s, 4, -1e20f, -1e20f, -1e20f, big);
+    tl_set_put(&s, 5, -1e20f + 1e18f, -1e20f, -1e20f, big); /* 1e18 from 4: contact */
+    tl_set_put(&s, 6, 5e19f, 5e19f, 5e19f, big);
+    tl_set_put(&s, 7, 5e19f, 5e19f, 5e19f, big); /* coincident with 6 */
+    tl_set_put(&s, 8, 5e19f, -5e19f, 3e18f, big);
+    tl_set_put(&s, 9, 5e19f, -5e19f, 0.0f, big); /* 3e18 from 8: no contact */
+    expect_set("r = 2^60: centres 1e20 (d2 = inf), 1e19, 3e18 apart none; 2e18, 1e18, 0 apart", &s,
+               NULL, 3, 0);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        ns_error err;
+        check_set_context("r = 2^60: kernel %s", ns_kernel_at(k)->name);
+        CHECK_STATUS(tl_find(ns_kernel_at(k), &p, NULL, &got, &err), NS_OK, &err);
+        REQUIRE(got.count == 3);
+        CHECK_EQ_U(got.items[2].i, 6);
+        CHECK_EQ_F32_BITS(got.items[2].overlap, 0x1p61f); /* coincident: r_i + r_j */
+        CHECK_EQ_F32_BITS(got.items[2].nx, 0.0f);
+    }
+    p.radius = NULL;
+    p.radius_uniform = big;
+    expect_all("radius_uniform = 2^60, the same layout", &p, NULL, 3, 0);
+    tl_set_free(&s);
+
+    /* r = 2^-60, the smallest accepted: 50 coincident particles, every pair a
+     * contact with overlap 2^-59 and normal (0, 0, 0) (s * s = 2^-118 does
+     * not underflow) */
+    const float tiny = 0x1p-60f;
     tl_set_init(&s, 50);
-    uint64_t rng = 17;
     for (size_t i = 0; i < s.n; i++)
-        tl_set_put(&s, i, tl_rng_float(&rng, -1e3f, 1e3f), tl_rng_float(&rng, -1e3f, 1e3f),
-                   tl_rng_float(&rng, -1e3f, 1e3f), 1e30f);
-    expect_set("r = 1e30: every pair (the square overflows to inf)", &s, NULL, 50 * 49 / 2, 0);
+        tl_set_put(&s, i, 1.0f, -2.0f, 3.0f, tiny);
+    p = tl_particles(&s);
+    check_set_context("50 coincident, r = 2^-60");
+    expect_set("50 coincident, r = 2^-60: every pair", &s, NULL, 50 * 49 / 2, 0);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        ns_error err;
+        check_set_context("50 coincident, r = 2^-60: kernel %s", ns_kernel_at(k)->name);
+        CHECK_STATUS(tl_find(ns_kernel_at(k), &p, NULL, &got, &err), NS_OK, &err);
+        REQUIRE(got.count == 50 * 49 / 2);
+        size_t bad = 0;
+        for (size_t c = 0; c < got.count; c++)
+            bad += tl_bits(got.items[c].overlap) != tl_bits(0x1p-59f) ||
+                   tl_bits(got.items[c].nx) != 0 || tl_bits(got.items[c].ny) != 0 ||
+                   tl_bits(got.items[c].nz) != 0;
+        CHECK_EQ_U(bad, 0);
+    }
+    p.radius = NULL;
+    p.radius_uniform = tiny;
+    expect_all("50 coincident, radius_uniform = 2^-60", &p, NULL, 50 * 49 / 2, 0);
     tl_set_free(&s);
 
     /* centres 1e-30 apart: d2 = 1e-60 underflows to 0, so the centres count as
@@ -624,9 +705,7 @@ static void t_extreme_values(void)
     tl_set_put(&s, 2, 5.0f, 5.0f, 5.0f, 1.0f);
     tl_set_put(&s, 3, 5.0f, 5.0f, 5.0f + 4.76837158e-07f, 1.0f); /* one ulp at 5 */
     expect_set("centres 1e-30 apart (d2 underflows) and one ulp apart", &s, NULL, 2, 0);
-    ns_particles p = tl_particles(&s);
-    ns_contact_list got;
-    ns_contact_list_init(&got);
+    p = tl_particles(&s);
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         ns_error err;
         check_set_context("d2 underflow: kernel %s", ns_kernel_at(k)->name);
@@ -636,19 +715,44 @@ static void t_extreme_values(void)
         CHECK_EQ_F32_BITS(got.items[0].overlap, 2.0f);
         CHECK_EQ_F32_BITS(got.items[1].nz, 1.0f);
     }
-    ns_contact_list_free(&got);
     tl_set_free(&s);
 
-    /* tiny radii near 0: cell 2e-30; radii whose square underflows give no
-     * contact even for coincident centres (the predicate is d2 < (r_i+r_j)^2) */
-    tl_set_init(&s, 6);
-    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 1e-30f);
-    tl_set_put(&s, 1, 0.0f, 0.0f, 0.0f, 1e-30f); /* (2e-30)^2 = 0 in float */
-    tl_set_put(&s, 2, 1e-29f, 0.0f, 0.0f, 1e-30f);
-    tl_set_put(&s, 3, -1e-29f, 3e-29f, 0.0f, 1e-30f);
-    tl_set_put(&s, 4, 1e-28f, 1e-28f, 1e-28f, 1e-30f); /* ~50 cells from 0 */
-    tl_set_put(&s, 5, 1e-28f, 1e-28f, 1e-28f, 1e-30f);
-    expect_set("radii 1e-30 (their square underflows): no contacts", &s, NULL, 0, 0);
+    /* r = 1e-10, centres near 0 at tiny distances (all within 2e-10 of each
+     * other, so every pair touches): 1e-25 apart (d2 = 0), 1e-20 and 1e-19
+     * (d2 subnormal: below FLT_MIN, the normal is (0, 0, 0)), 1.5e-19, 2e-19
+     * and 1e-18 (d2 >= FLT_MIN: a unit normal) */
+    const float at[][3] = {{0.0f, 0.0f, 0.0f},      {1e-25f, 0.0f, 0.0f},   {0.0f, 0.0f, 1e-20f},
+                           {0.0f, -1e-19f, 0.0f},   {1.5e-19f, 0.0f, 0.0f}, {-2e-19f, 0.0f, 0.0f},
+                           {0.0f, 1e-18f, 0.0f},    {0.0f, 0.0f, -1e-18f},  {3e-20f, 4e-20f, 0.0f},
+                           {1e-18f, 1e-18f, 1e-18f}};
+    const size_t m = sizeof at / sizeof at[0];
+    tl_set_init(&s, m);
+    for (size_t i = 0; i < m; i++)
+        tl_set_put(&s, i, at[i][0], at[i][1], at[i][2], 1e-10f);
+    expect_set("r = 1e-10, centres 1e-25 to 1e-18 apart near 0: every pair", &s, NULL,
+               m * (m - 1) / 2, 0);
+    p = tl_particles(&s);
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        ns_error err;
+        check_set_context("r = 1e-10, tiny distances: kernel %s", ns_kernel_at(k)->name);
+        CHECK_STATUS(tl_find(ns_kernel_at(k), &p, NULL, &got, &err), NS_OK, &err);
+        REQUIRE(got.count == m * (m - 1) / 2);
+        size_t zero, unit;
+        check_normals(&p, &got, &zero, &unit);
+        CHECK_CMP_U(zero, >=, 4); /* the case is not vacuous either way */
+        CHECK_CMP_U(unit, >=, 10);
+        /* 0 and 1 (1e-25 apart): coincident; 0 and 6 (1e-18 apart): (0, 1, 0) */
+        CHECK_EQ_U(got.items[0].j, 1);
+        CHECK_EQ_F32_BITS(got.items[0].nx, 0.0f);
+        CHECK_EQ_F32_BITS(got.items[0].overlap, 2e-10f);
+        CHECK_EQ_U(got.items[5].j, 6);
+        CHECK_EQ_F32_BITS(got.items[5].ny, 1.0f);
+        /* 0 and 2 (1e-20 apart, d2 = 1e-40 subnormal): (0, 0, 0) */
+        CHECK_EQ_U(got.items[1].j, 2);
+        CHECK_EQ_F32_BITS(got.items[1].nz, 0.0f);
+    }
+    printf("tiny distances: %zu contacts\n", got.count);
+    ns_contact_list_free(&got);
     tl_set_free(&s);
 }
 
@@ -837,6 +941,88 @@ static void t_invalid_input(void)
     }
 }
 
+/* Radii outside [2^-60, 2^60] (other than 0) are refused by validation and
+ * by every kernel with the same status, particle and message; the bounds
+ * themselves are accepted. */
+static void t_radius_range(void)
+{
+    const size_t n = 10;
+    const struct {
+        const char *name;
+        float r;
+    } bad[] = {{"1e-30", 1e-30f},
+               {"3e38", 3e38f},
+               {"2^60 * 1.0000001", 0x1p60f * 1.0000001f},
+               {"the float below 2^-60", 0x1.fffffep-61f},
+               {"FLT_MAX", FLT_MAX},
+               {"1e-45 (subnormal)", 1e-45f},
+               {"FLT_MIN", FLT_MIN}};
+    tl_set s;
+    char what[200];
+    ns_contact_list got;
+    ns_contact_list_init(&got);
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        CHECK_MSG(!(bad[b].r == 0.0f || (bad[b].r >= 0x1p-60f && bad[b].r <= 0x1p60f)),
+                  "%s is in the range: the case is wrong", bad[b].name);
+        for (int uniform = 0; uniform < 2; uniform++) {
+            tl_set_init(&s, n);
+            for (size_t i = 0; i < n; i++)
+                tl_set_put(&s, i, (float)i * 0.5f, 0.0f, 0.0f, 0.5f);
+            s.radius[3] = bad[b].r;
+            s.radius[7] = 1e-35f; /* a later bad one */
+            ns_particles p = tl_particles(&s);
+            if (uniform) {
+                p.radius = NULL;
+                p.radius_uniform = bad[b].r;
+            }
+            snprintf(what, sizeof what, "%s = %s", uniform ? "radius_uniform" : "radius of 3",
+                     bad[b].name);
+            expect_invalid(what, &p, uniform ? 0 : 3);
+            /* the message: the particle, the value and the range */
+            ns_error ref, err;
+            check_set_context("%s: the message", what);
+            CHECK_STATUS(ns_particles_validate(&p, &ref), NS_ERR_INVALID_INPUT, &ref);
+            CHECK_STR_CONTAINS(ref.message, uniform ? "uniform radius" : "particle 3: radius");
+            CHECK_STR_CONTAINS(ref.message, "outside [8.67361738e-19, 1.1529215e+18]");
+            CHECK_STR_CONTAINS(ref.message, "2^-60 to 2^60");
+            for (size_t k = 0; k < ns_kernel_count(); k++) {
+                const ns_kernel *K = ns_kernel_at(k);
+                for (int path = 0; path < 2; path++) {
+                    check_set_context("%s: kernel %s via %s: the same refusal", what, K->name,
+                                      path ? "index" : "ns_find_contacts");
+                    ns_status st = path ? tl_find_index(K, &p, NULL, &got, &err)
+                                        : tl_find(K, &p, NULL, &got, &err);
+                    CHECK_STATUS(st, NS_ERR_INVALID_INPUT, &err);
+                    CHECK_MSG(strcmp(err.message, ref.message) == 0, "\"%s\" != \"%s\"",
+                              err.message, ref.message);
+                    CHECK_EQ_U(err.particle, ref.particle);
+                }
+            }
+            printf("%-50s refused: %s\n", what, ref.message);
+            tl_set_free(&s);
+        }
+    }
+
+    /* the bounds and 0 are accepted, mixed */
+    tl_set_init(&s, 6);
+    tl_set_put(&s, 0, 0.0f, 0.0f, 0.0f, 0x1p-60f);
+    tl_set_put(&s, 1, 0.0f, 0.0f, 0.0f, 0x1p-60f);
+    tl_set_put(&s, 2, 0.0f, 0.0f, 0.0f, 0.0f);
+    tl_set_put(&s, 3, 1e18f, 0.0f, 0.0f, 0x1p60f);
+    tl_set_put(&s, 4, 1e18f, 2e18f, 0.0f, 0x1p60f);
+    tl_set_put(&s, 5, 1e18f, 2e18f, 1e17f, 0.0f);
+    /* 0-1 (coincident), 0-2, 1-2 (2^-60 + 0 > 0), 0/1/2 with 3 (1e18 < 2^60),
+     * 3-4 (2e18 < 2^61), 3-5 (2.002e18 > 2^60: none), 4-5 (1e17 < 2^60);
+     * 0/1/2 with 4, 5: about 2.2e18 apart, beyond 2^60 + 2^-60 */
+    expect_set("radii 2^-60, 2^60 and 0 together", &s, NULL, ANY_COUNT, 0);
+    ns_particles p = tl_particles(&s);
+    ns_error err;
+    check_set_context("radii 2^-60, 2^60 and 0: ns_particles_validate");
+    CHECK_STATUS(ns_particles_validate(&p, &err), NS_OK, &err);
+    tl_set_free(&s);
+    ns_contact_list_free(&got);
+}
+
 static void t_too_many_particles(void)
 {
 #if SIZE_MAX > UINT32_MAX
@@ -983,6 +1169,157 @@ static void t_max_contacts(void)
     tl_set_free(&s);
 }
 
+/* An allocator that counts the bytes it has handed out (a size header in
+ * front of each block) and the peak, realloc counting both blocks while it
+ * copies. Thread-safe: parallel kernels allocate inside OpenMP regions. */
+static atomic_size_t live_bytes, peak_bytes;
+enum { HEADER = 16 };
+
+static void note(size_t now)
+{
+    size_t peak = atomic_load(&peak_bytes);
+    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now))
+        ;
+}
+static void *count_malloc(size_t size, void *ctx)
+{
+    (void)ctx;
+    unsigned char *p = malloc(size + HEADER);
+    if (!p)
+        return NULL;
+    memcpy(p, &size, sizeof size);
+    note(atomic_fetch_add(&live_bytes, size) + size);
+    return p + HEADER;
+}
+static void *count_realloc(void *ptr, size_t size, void *ctx)
+{
+    if (!ptr)
+        return count_malloc(size, ctx);
+    unsigned char *base = (unsigned char *)ptr - HEADER;
+    size_t old;
+    memcpy(&old, base, sizeof old);
+    note(atomic_load(&live_bytes) + size); /* the old block and the new */
+    unsigned char *q = realloc(base, size + HEADER);
+    if (!q)
+        return NULL;
+    memcpy(q, &size, sizeof size);
+    atomic_fetch_add(&live_bytes, size);
+    atomic_fetch_sub(&live_bytes, old);
+    return q + HEADER;
+}
+static void count_free(void *ptr, void *ctx)
+{
+    (void)ctx;
+    if (!ptr)
+        return;
+    unsigned char *base = (unsigned char *)ptr - HEADER;
+    size_t size;
+    memcpy(&size, base, sizeof size);
+    atomic_fetch_sub(&live_bytes, size);
+    free(base);
+}
+
+/* The contact limit is global: n coincident particles (every pair a
+ * contact) with a limit below, at and above their count, through every
+ * kernel at 1, 2 and 8 threads. A refusal has naive's status and message;
+ * the memory a search holds at its peak, per-thread buffers and realloc
+ * copies included, stays below 3 x max_contacts x 24 bytes plus a fixed
+ * allowance (the index, 1024 contacts per thread), whatever the thread
+ * count. */
+static void t_max_contacts_global(void)
+{
+    ns_allocator a = {count_malloc, count_realloc, count_free, NULL};
+    ns_set_allocator(&a);
+    const size_t n = 2000, total = n * (n - 1) / 2;
+    tl_set s;
+    tl_set_init(&s, n);
+    for (size_t i = 0; i < n; i++)
+        tl_set_put(&s, i, 1.5f, -2.5f, 0.25f, 0.5f);
+    ns_particles p = tl_particles(&s);
+    const size_t limits[] = {1, 1000, 100000, total - 1, total};
+    const int threads[] = {1, 2, 8};
+    const size_t slack = (size_t)4 << 20;
+    ns_contact_list got;
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+        ns_config cfg = ns_config_default();
+        cfg.max_contacts = limits[l];
+        ns_status want = limits[l] < total ? NS_ERR_TOO_MANY_CONTACTS : NS_OK;
+        ns_error ref;
+        ns_contact_list_init(&got);
+        check_set_context("%zu coincident, max_contacts %zu: naive", n, limits[l]);
+        CHECK_STATUS(tl_find(tl_kernel("naive"), &p, &cfg, &got, &ref), want, &ref);
+        ns_contact_list_free(&got);
+        size_t bound = 3 * limits[l] * sizeof(ns_contact) + slack;
+        size_t worst = 0;
+        for (size_t k = 0; k < ns_kernel_count(); k++) {
+            const ns_kernel *K = ns_kernel_at(k);
+            for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+                if (!K->parallel && t > 0)
+                    continue;
+                cfg.threads = threads[t];
+                check_set_context("%zu coincident (%zu contacts), max_contacts %zu: kernel %s, "
+                                  "threads %d",
+                                  n, total, limits[l], K->name, threads[t]);
+                ns_contact_list_init(&got);
+                size_t before = atomic_load(&live_bytes);
+                atomic_store(&peak_bytes, before);
+                ns_error err;
+                /* not tl_find: its sort would allocate too */
+                ns_status st = ns_find_contacts(K, &p, &cfg, &got, &err);
+                size_t peak = atomic_load(&peak_bytes) - before;
+                CHECK_STATUS(st, want, &err);
+                tl_check_error(st, &err);
+                if (st != NS_OK) {
+                    CHECK_EQ_U(got.count, 0);
+                    CHECK_MSG(strcmp(err.message, ref.message) == 0, "\"%s\" != naive's \"%s\"",
+                              err.message, ref.message);
+                    CHECK_EQ_U(err.particle, ref.particle);
+                } else {
+                    CHECK_EQ_U(got.count, total);
+                }
+                CHECK_MSG(peak <= bound, "peak %zu bytes, more than 3 x %zu x 24 + %zu = %zu", peak,
+                          limits[l], slack, bound);
+                worst = peak > worst ? peak : worst;
+                ns_contact_list_free(&got);
+                CHECK_EQ_U(atomic_load(&live_bytes), before); /* nothing kept */
+            }
+        }
+        printf("max_contacts %8zu of %zu: %s; peak %zu bytes (%.2f x max_contacts x 24)\n",
+               limits[l], total, ns_status_str(want), worst,
+               (double)worst / (double)(limits[l] * sizeof(ns_contact)));
+    }
+    /* an index reused: a query at the limit, then refusals, then again */
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_config cfg = ns_config_default();
+        cfg.threads = 8;
+        cfg.max_contacts = 100000;
+        check_set_context("kernel %s: one index, max_contacts 100000, refusals and a success",
+                          K->name);
+        ns_index *index = NULL;
+        ns_error err;
+        REQUIRE(ns_index_create(K, &cfg, &index, &err) == NS_OK);
+        ns_contact_list_init(&got);
+        size_t before = atomic_load(&live_bytes);
+        atomic_store(&peak_bytes, before);
+        ns_particles small = p;
+        small.n = 400; /* 79800 contacts: under the limit */
+        for (int round = 0; round < 4; round++) {
+            const ns_particles *pp = round % 2 ? &p : &small;
+            CHECK_STATUS(ns_index_build(index, pp, &err), NS_OK, &err);
+            ns_status st = ns_index_query(index, &got, &err);
+            CHECK_STATUS(st, round % 2 ? NS_ERR_TOO_MANY_CONTACTS : NS_OK, &err);
+        }
+        size_t peak = atomic_load(&peak_bytes) - before;
+        size_t bound = 3 * cfg.max_contacts * sizeof(ns_contact) + slack;
+        CHECK_MSG(peak <= bound, "peak %zu bytes over 4 queries, more than %zu", peak, bound);
+        ns_index_destroy(index);
+        ns_contact_list_free(&got);
+    }
+    tl_set_free(&s);
+    ns_set_allocator(NULL);
+}
+
 static void t_reference_predicate(void)
 {
     /* every kernel on every workload against the test's own predicate */
@@ -1084,9 +1421,11 @@ static const tl_case cases[] = {
     {"extreme_values", .run = t_extreme_values},
     {"n_0_and_1", .run = t_n_0_and_1},
     {"invalid_input", .run = t_invalid_input},
+    {"radius_range", .run = t_radius_range},
     {"too_many_particles", .run = t_too_many_particles},
     {"grid_dense_memory_cap", .run = t_grid_dense_memory_cap},
     {"max_contacts", .run = t_max_contacts},
+    {"max_contacts_global", .run = t_max_contacts_global},
     {"reference_predicate", .run = t_reference_predicate},
     {"list_reuse", .run = t_list_reuse},
 };

@@ -33,6 +33,11 @@
  *   skin_edges        NaN coordinate, skin 0, skin too small for the coordinates,
  *                     bad skins, NULL arguments, radius_uniform, max_contacts on
  *                     the rebuild and on the reuse path
+ *   skin_limits       a skin above the largest diameter refused (ns_skin_search,
+ *                     ns_sim_create), at it accepted; every radius 0; a search
+ *                     radius outside the exact range; candidates over 2 x
+ *                     max_contacts (a direct search) and over max_contacts (the
+ *                     counted filter): still naive's contacts and refusals
  *   degenerate        zero radii (some, all), coincident spheres, a tiny scale:
  *                     finite, inside the box, naive = grid_sorted = a skin
  *   errors            ns_sim_create's documented refusals (bad params, empty box,
@@ -1041,13 +1046,14 @@ static void t_skin_edges(void)
     }
     ns_skin_destroy(sk);
 
-    /* a skin too small for the coordinates: exact, and every search rebuilds */
+    /* a skin too small for the coordinates: exact, and every search rebuilds
+     * (1e6 * 2^-13 = 122 is above any skin the radii 0.5 allow) */
     tl_set far;
     tl_generate(tl_workload("uniform"), 1000, 22, &far);
     for (size_t k = 0; k < 3 * far.n; k++)
         far.pos[k] += 1e6f;
     ns_particles pf = tl_particles(&far);
-    const float tiny[] = {1e-6f, 1.0f, 60.0f};
+    const float tiny[] = {1e-6f, 0.5f, 1.0f};
     for (size_t q = 0; q < sizeof tiny / sizeof tiny[0]; q++) {
         REQUIRE(ns_skin_create(K, NULL, tiny[q], &sk, &err) == NS_OK);
         for (int t = 0; t < 10; t++) {
@@ -1125,6 +1131,191 @@ static void t_skin_edges(void)
     ns_skin_destroy(sk);
     tl_set_free(&moved);
 
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* ---- the skin's limits ---- */
+
+static void t_skin_limits(void)
+{
+    const ns_kernel *K = tl_kernel("grid_sorted");
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    ns_skin *sk = NULL;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 1000, 31, &s); /* radii 0.5: diameter 1 */
+    ns_particles p = tl_particles(&s);
+
+    /* ns_skin_search: the skin at most the largest diameter */
+    const float skins[] = {1.0f, nextafterf(1.0f, 2.0f), 60.0f, 1e6f};
+    for (size_t k = 0; k < sizeof skins / sizeof skins[0]; k++) {
+        check_set_context("ns_skin_search, radii 0.5, skin %.9g", (double)skins[k]);
+        REQUIRE(ns_skin_create(K, NULL, skins[k], &sk, &err) == NS_OK);
+        if (skins[k] <= 1.0f) {
+            skin_vs_naive(sk, &p, &ref, &got, "skin = the diameter");
+        } else {
+            poison(&err);
+            ns_status st = ns_skin_search(sk, &p, &got, &err);
+            CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
+            tl_check_error(st, &err);
+            CHECK_STR_CONTAINS(err.message, "largest diameter");
+            CHECK_EQ_U(err.particle, NS_NO_PARTICLE);
+            CHECK_EQ_U(got.count, 0);
+            /* with larger particles the same skin is fine */
+            ns_particles big = p;
+            big.radius = NULL;
+            big.radius_uniform = skins[k];
+            skin_vs_naive(sk, &big, &ref, &got, "radius_uniform = the skin");
+        }
+        ns_skin_destroy(sk);
+    }
+    /* every radius 0: no contact is possible, any skin is accepted */
+    check_set_context("ns_skin_search, every radius 0, skin 5");
+    REQUIRE(ns_skin_create(K, NULL, 5.0f, &sk, &err) == NS_OK);
+    ns_particles zero = p;
+    zero.radius = NULL;
+    zero.radius_uniform = 0.0f;
+    skin_vs_naive(sk, &zero, &ref, &got, "radii 0");
+    CHECK_EQ_U(got.count, 0);
+    ns_skin_destroy(sk);
+
+    /* ns_sim_create: the same limit on params.skin */
+    ns_sim_params prm = ns_sim_params_default();
+    ns_sim_box_around(s.n, s.pos, s.radius, 2.0f, 2.0f, prm.box_lo, prm.box_hi);
+    ns_sim *sim = NULL;
+    prm.skin = 1.0f;
+    check_set_context("ns_sim_create, skin = the diameter");
+    CHECK_STATUS(ns_sim_create(K, NULL, &prm, s.n, s.pos, s.radius, &sim, &err), NS_OK, &err);
+    ns_sim_destroy(sim);
+    prm.skin = 1.01f;
+    check_set_context("ns_sim_create, skin 1.01 > the diameter");
+    sim = (ns_sim *)&err;
+    ns_status st = ns_sim_create(K, NULL, &prm, s.n, s.pos, s.radius, &sim, &err);
+    CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
+    tl_check_error(st, &err);
+    CHECK_STR_CONTAINS(err.message, "largest diameter");
+    CHECK(sim == NULL);
+
+    /* ns_sim_create: search radii r + margin x largest / 2 in the exact range */
+    tl_set t;
+    tl_set_init(&t, 3);
+    tl_set_put(&t, 0, 0.0f, 0.0f, 0.0f, 0x1p60f);
+    tl_set_put(&t, 1, 1e19f, 0.0f, 0.0f, 0x1p59f);
+    tl_set_put(&t, 2, 0.0f, 1e19f, 0.0f, 0.0f);
+    ns_sim_params big = ns_sim_params_default();
+    for (int k = 0; k < 3; k++) {
+        big.box_lo[k] = -1e20f;
+        big.box_hi[k] = 1e20f;
+    }
+    check_set_context("ns_sim_create, radius 2^60 with margin 0.2");
+    st = ns_sim_create(K, NULL, &big, t.n, t.pos, t.radius, &sim, &err);
+    CHECK_STATUS(st, NS_ERR_INVALID_INPUT, &err);
+    CHECK_EQ_U(err.particle, 0);
+    CHECK_STR_CONTAINS(err.message, "search radius");
+    big.margin = 0.0f;
+    check_set_context("ns_sim_create, radius 2^60 with margin 0");
+    CHECK_STATUS(ns_sim_create(K, NULL, &big, t.n, t.pos, t.radius, &sim, &err), NS_OK, &err);
+    CHECK_STATUS(ns_sim_step(sim, NULL, &err), NS_OK, &err);
+    ns_sim_destroy(sim);
+    /* the largest radius 2^-60: a radius 0 searched with 0.1 x 2^-60 */
+    tl_set_put(&t, 0, 0.0f, 0.0f, 0.0f, 0x1p-60f);
+    tl_set_put(&t, 1, 0.0f, 0.0f, 0.0f, 0x1p-60f);
+    tl_set_put(&t, 2, 0.0f, 0.0f, 0.0f, 0.0f);
+    big.margin = 0.2f;
+    for (int k = 0; k < 3; k++) {
+        big.box_lo[k] = -1e-10f;
+        big.box_hi[k] = 1e-10f;
+    }
+    check_set_context("ns_sim_create, radii 2^-60 and 0 with margin 0.2");
+    st = ns_sim_create(K, NULL, &big, t.n, t.pos, t.radius, &sim, &err);
+    CHECK_STATUS(st, NS_ERR_INVALID_INPUT, &err);
+    CHECK_EQ_U(err.particle, 2);
+    tl_set_free(&t);
+
+    /* candidates over 2 x max_contacts: each rebuild searches directly, with
+     * the caller's limit; at the limit and above it like naive */
+    REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
+    const size_t c0 = ref.count;
+    const char *kernels[] = {"grid_sorted", "hash_parallel", "naive_omp", "hash_serial"};
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        ns_config cfg = ns_config_default();
+        cfg.threads = 3;
+        cfg.max_contacts = c0;
+        check_set_context("%s: skin 1 (about 8x the contacts as candidates), max_contacts %zu",
+                          kernels[k], c0);
+        REQUIRE(ns_skin_create(tl_kernel(kernels[k]), &cfg, 1.0f, &sk, &err) == NS_OK);
+        ns_skin_info info;
+        for (int step = 0; step < 3; step++) {
+            skin_vs_naive(sk, &p, &ref, &got, "over the candidates' limit");
+            ns_skin_get_info(sk, &info);
+            CHECK(info.rebuilt); /* no candidates kept: every search is direct */
+            CHECK_EQ_U(info.candidates, c0);
+        }
+        cfg.max_contacts = c0 - 1; /* and the refusal is naive's */
+        ns_skin_destroy(sk);
+        REQUIRE(ns_skin_create(tl_kernel(kernels[k]), &cfg, 1.0f, &sk, &err) == NS_OK);
+        ns_error ref_err;
+        CHECK_STATUS(tl_find(tl_kernel("naive"), &p, &cfg, &ref, &ref_err),
+                     NS_ERR_TOO_MANY_CONTACTS, &ref_err);
+        poison(&err);
+        CHECK_STATUS(ns_skin_search(sk, &p, &got, &err), NS_ERR_TOO_MANY_CONTACTS, &err);
+        CHECK_MSG(strcmp(err.message, ref_err.message) == 0, "\"%s\" != naive's \"%s\"",
+                  err.message, ref_err.message);
+        ns_skin_destroy(sk);
+
+        /* candidates between max_contacts and 2 x: reused, filtered by a
+         * counting pass first */
+        cfg.max_contacts = c0 + c0 / 50;
+        check_set_context("%s: skin 0.2, max_contacts %zu (under the candidates)", kernels[k],
+                          cfg.max_contacts);
+        REQUIRE(ns_skin_create(tl_kernel(kernels[k]), &cfg, 0.2f, &sk, &err) == NS_OK);
+        skin_vs_naive(sk, &p, &ref, &got, "first search");
+        ns_skin_get_info(sk, &info);
+        CHECK_CMP_U(info.candidates, >, cfg.max_contacts);
+        uint64_t rng = 5 + k;
+        tl_set moved = {0};
+        size_t refusals = 0, reused = 0;
+        for (int step = 0; step < 30; step++) {
+            tl_set_free(&moved);
+            tl_set_init(&moved, s.n);
+            memcpy(moved.pos, s.pos, 3 * s.n * sizeof(float));
+            memcpy(moved.radius, s.radius, s.n * sizeof(float));
+            /* compressed by up to 1.5% (at most 0.08 for coordinates up to
+             * 5.2, under 0.45 x skin): more contacts, the candidates reused */
+            float f = 1.0f - 0.0005f * (float)step;
+            for (size_t i = 0; i < moved.n; i++)
+                for (int c = 0; c < 3; c++)
+                    moved.pos[3 * i + c] =
+                        moved.pos[3 * i + c] * f + tl_rng_float(&rng, -0.005f, 0.005f);
+            ns_particles pm = tl_particles(&moved);
+            ns_error ref_e;
+            ns_status want = tl_find(tl_kernel("naive"), &pm, &cfg, &ref, &ref_e);
+            poison(&err);
+            st = ns_skin_search(sk, &pm, &got, &err);
+            CHECK_STATUS(st, want, &err);
+            if (st == NS_OK && want == NS_OK) {
+                ns_contact_list_sort(&got);
+                tl_lists_equal(&ref, &got, "counted filter");
+            } else if (st == want) {
+                refusals++;
+                CHECK_MSG(strcmp(err.message, ref_e.message) == 0, "\"%s\" != naive's \"%s\"",
+                          err.message, ref_e.message);
+                CHECK_EQ_U(got.count, 0);
+            }
+            ns_skin_get_info(sk, &info);
+            reused += !info.rebuilt;
+        }
+        printf("skin_limits %s: %zu of 30 moved searches refused, %zu reused\n", kernels[k],
+               refusals, reused);
+        CHECK_CMP_U(reused, >, 0);
+        CHECK_CMP_U(refusals, >, 0);
+        tl_set_free(&moved);
+        ns_skin_destroy(sk);
+    }
     ns_contact_list_free(&ref);
     ns_contact_list_free(&got);
     tl_set_free(&s);
@@ -1425,6 +1616,7 @@ static const tl_case cases[] = {
     {"skin_sim", .run = t_skin_sim},
     {"skin_api", .run = t_skin_api},
     {"skin_edges", .run = t_skin_edges},
+    {"skin_limits", .run = t_skin_limits},
     {"degenerate", .run = t_degenerate},
     {"errors", .run = t_errors},
     {"settled_tiles", .run = t_settled_tiles},

@@ -5,8 +5,10 @@
 #include "testlib.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 
 /* ---- status names ---- */
 
@@ -864,8 +866,8 @@ static void t_explicit_threads(int argc, char **argv)
             if (!K->parallel)
                 continue;
             ns_config cfg = ns_config_default();
-            cfg.threads = 64;
-            check_set_context("kernel %s, config.threads = 64, n = %zu", K->name, n);
+            cfg.threads = ns_max_threads() < 64 ? ns_max_threads() : 64;
+            check_set_context("kernel %s, config.threads = %d, n = %zu", K->name, cfg.threads, n);
             CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
             tl_lists_equal(&ref, &got, check_context);
         }
@@ -958,6 +960,548 @@ static void t_concurrent_searches(int argc, char **argv)
     tl_set_free(&s);
 }
 
+/* ---- every public function with NULL pointers ---- */
+
+static void poison(ns_error *err)
+{
+    err->status = (ns_status)-12345;
+    err->particle = 0xDEADBEEFu;
+    snprintf(err->message, sizeof err->message, "a stale message");
+}
+
+/* Valid objects for the other arguments of the calls below. */
+static struct {
+    const ns_kernel *kernel;
+    tl_set set;
+    ns_particles p, no_pos;
+    ns_contact_list list;
+    ns_index *index;
+    ns_skin *skin;
+    ns_sim *sim;
+    ns_sim_params params;
+    size_t count;
+    ns_index *out_index;
+    ns_skin *out_skin;
+    ns_sim *out_sim;
+} fx;
+
+#define NULL_CASE(name, expr)                                                                      \
+    static ns_status name(ns_error *err)                                                           \
+    {                                                                                              \
+        return expr;                                                                               \
+    }
+NULL_CASE(nc_validate, ns_particles_validate(NULL, err))
+NULL_CASE(nc_validate_pos, ns_particles_validate(&fx.no_pos, err))
+NULL_CASE(nc_reserve, ns_contact_list_reserve(NULL, 10, err))
+NULL_CASE(nc_create_kernel, ns_index_create(NULL, NULL, &fx.out_index, err))
+NULL_CASE(nc_create_out, ns_index_create(fx.kernel, NULL, NULL, err))
+NULL_CASE(nc_create_config, ns_index_create(fx.kernel, NULL, &fx.out_index, err))
+NULL_CASE(nc_build_index, ns_index_build(NULL, &fx.p, err))
+NULL_CASE(nc_build_particles, ns_index_build(fx.index, NULL, err))
+NULL_CASE(nc_build_pos, ns_index_build(fx.index, &fx.no_pos, err))
+NULL_CASE(nc_query_index, ns_index_query(NULL, &fx.list, err))
+NULL_CASE(nc_query_list, ns_index_query(fx.index, NULL, err))
+NULL_CASE(nc_count_index, ns_index_count(NULL, &fx.count, err))
+NULL_CASE(nc_count_out, ns_index_count(fx.index, NULL, err))
+NULL_CASE(nc_find_kernel, ns_find_contacts(NULL, &fx.p, NULL, &fx.list, err))
+NULL_CASE(nc_find_particles, ns_find_contacts(fx.kernel, NULL, NULL, &fx.list, err))
+NULL_CASE(nc_find_pos, ns_find_contacts(fx.kernel, &fx.no_pos, NULL, &fx.list, err))
+NULL_CASE(nc_find_list, ns_find_contacts(fx.kernel, &fx.p, NULL, NULL, err))
+NULL_CASE(nc_find_config, ns_find_contacts(fx.kernel, &fx.p, NULL, &fx.list, err))
+NULL_CASE(nc_skin_kernel, ns_skin_create(NULL, NULL, 0.1f, &fx.out_skin, err))
+NULL_CASE(nc_skin_out, ns_skin_create(fx.kernel, NULL, 0.1f, NULL, err))
+NULL_CASE(nc_skin_search_skin, ns_skin_search(NULL, &fx.p, &fx.list, err))
+NULL_CASE(nc_skin_search_particles, ns_skin_search(fx.skin, NULL, &fx.list, err))
+NULL_CASE(nc_skin_search_pos, ns_skin_search(fx.skin, &fx.no_pos, &fx.list, err))
+NULL_CASE(nc_skin_search_list, ns_skin_search(fx.skin, &fx.p, NULL, err))
+NULL_CASE(nc_generate_name, ns_workload_generate(NULL, 10, 1, 1, fx.set.pos, fx.set.radius, err))
+NULL_CASE(nc_generate_pos, ns_workload_generate("uniform", 10, 1, 1, NULL, fx.set.radius, err))
+NULL_CASE(nc_generate_radius, ns_workload_generate("uniform", 10, 1, 1, fx.set.pos, NULL, err))
+NULL_CASE(nc_generate_settled_pos,
+          ns_workload_generate(NS_SETTLED_NAME, 10, 1, 1, NULL, fx.set.radius, err))
+NULL_CASE(nc_generate_empty, ns_workload_generate("uniform", 0, 1, 1, NULL, NULL, err))
+NULL_CASE(nc_sim_kernel, ns_sim_create(NULL, NULL, &fx.params, fx.set.n, fx.set.pos, fx.set.radius,
+                                       &fx.out_sim, err))
+NULL_CASE(nc_sim_params, ns_sim_create(fx.kernel, NULL, NULL, fx.set.n, fx.set.pos, fx.set.radius,
+                                       &fx.out_sim, err))
+NULL_CASE(nc_sim_pos, ns_sim_create(fx.kernel, NULL, &fx.params, fx.set.n, NULL, fx.set.radius,
+                                    &fx.out_sim, err))
+NULL_CASE(nc_sim_radius,
+          ns_sim_create(fx.kernel, NULL, &fx.params, fx.set.n, fx.set.pos, NULL, &fx.out_sim, err))
+NULL_CASE(nc_sim_out, ns_sim_create(fx.kernel, NULL, &fx.params, fx.set.n, fx.set.pos,
+                                    fx.set.radius, NULL, err))
+NULL_CASE(nc_step_sim, ns_sim_step(NULL, NULL, err))
+NULL_CASE(nc_step_frame, ns_sim_step(fx.sim, NULL, err))
+NULL_CASE(nc_settled_pos, ns_sim_settled(10, 1, 1, NULL, fx.set.radius, err))
+NULL_CASE(nc_settled_radius, ns_sim_settled(10, 1, 1, fx.set.pos, NULL, err))
+NULL_CASE(nc_settled_empty, ns_sim_settled(0, 1, 1, NULL, NULL, err))
+#undef NULL_CASE
+
+static void t_null_table(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fx.kernel = tl_kernel("grid_sorted");
+    tl_generate(tl_workload("uniform"), 50, 1, &fx.set);
+    fx.p = tl_particles(&fx.set);
+    fx.no_pos = fx.p;
+    fx.no_pos.pos = NULL;
+    ns_contact_list_init(&fx.list);
+    ns_error err;
+    REQUIRE(ns_index_create(fx.kernel, NULL, &fx.index, &err) == NS_OK);
+    REQUIRE(ns_index_build(fx.index, &fx.p, &err) == NS_OK);
+    REQUIRE(ns_skin_create(fx.kernel, NULL, 0.2f, &fx.skin, &err) == NS_OK);
+    fx.params = ns_sim_params_default();
+    for (int k = 0; k < 3; k++) {
+        fx.params.box_lo[k] = -1.0f;
+        fx.params.box_hi[k] = 10.0f;
+    }
+    REQUIRE(ns_sim_create(fx.kernel, NULL, &fx.params, fx.set.n, fx.set.pos, fx.set.radius, &fx.sim,
+                          &err) == NS_OK);
+
+    /* the fallible calls: a NULL in each pointer argument; the ns_error
+     * given, then NULL */
+    const ns_status ARG = NS_ERR_INVALID_ARGUMENT;
+    const struct {
+        const char *what;
+        ns_status (*run)(ns_error *err);
+        ns_status want;
+    } calls[] = {
+        {"ns_particles_validate(NULL)", nc_validate, ARG},
+        {"ns_particles_validate(pos NULL, n 50)", nc_validate_pos, ARG},
+        {"ns_contact_list_reserve(NULL, 10)", nc_reserve, ARG},
+        {"ns_index_create(NULL kernel)", nc_create_kernel, ARG},
+        {"ns_index_create(out NULL)", nc_create_out, ARG},
+        {"ns_index_create(config NULL): the defaults", nc_create_config, NS_OK},
+        {"ns_index_build(NULL index)", nc_build_index, ARG},
+        {"ns_index_build(NULL particles)", nc_build_particles, ARG},
+        {"ns_index_build(pos NULL)", nc_build_pos, ARG},
+        {"ns_index_query(NULL index)", nc_query_index, ARG},
+        {"ns_index_query(NULL list)", nc_query_list, ARG},
+        {"ns_index_count(NULL index)", nc_count_index, ARG},
+        {"ns_index_count(NULL count)", nc_count_out, ARG},
+        {"ns_find_contacts(NULL kernel)", nc_find_kernel, ARG},
+        {"ns_find_contacts(NULL particles)", nc_find_particles, ARG},
+        {"ns_find_contacts(pos NULL)", nc_find_pos, ARG},
+        {"ns_find_contacts(NULL list)", nc_find_list, ARG},
+        {"ns_find_contacts(config NULL): the defaults", nc_find_config, NS_OK},
+        {"ns_skin_create(NULL kernel)", nc_skin_kernel, ARG},
+        {"ns_skin_create(out NULL)", nc_skin_out, ARG},
+        {"ns_skin_search(NULL skin)", nc_skin_search_skin, ARG},
+        {"ns_skin_search(NULL particles)", nc_skin_search_particles, ARG},
+        {"ns_skin_search(pos NULL)", nc_skin_search_pos, ARG},
+        {"ns_skin_search(NULL list)", nc_skin_search_list, ARG},
+        {"ns_workload_generate(NULL name)", nc_generate_name, ARG},
+        {"ns_workload_generate(pos NULL)", nc_generate_pos, ARG},
+        {"ns_workload_generate(radius NULL)", nc_generate_radius, ARG},
+        {"ns_workload_generate(settled, pos NULL)", nc_generate_settled_pos, ARG},
+        {"ns_workload_generate(n 0, pos and radius NULL)", nc_generate_empty, NS_OK},
+        {"ns_sim_create(NULL kernel)", nc_sim_kernel, ARG},
+        {"ns_sim_create(NULL params)", nc_sim_params, ARG},
+        {"ns_sim_create(pos NULL)", nc_sim_pos, ARG},
+        {"ns_sim_create(radius NULL)", nc_sim_radius, ARG},
+        {"ns_sim_create(out NULL)", nc_sim_out, ARG},
+        {"ns_sim_step(NULL sim)", nc_step_sim, ARG},
+        {"ns_sim_step(frame NULL)", nc_step_frame, NS_OK},
+        {"ns_sim_settled(pos NULL)", nc_settled_pos, ARG},
+        {"ns_sim_settled(radius NULL)", nc_settled_radius, ARG},
+        {"ns_sim_settled(n 0, pos and radius NULL)", nc_settled_empty, NS_OK},
+    };
+    for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+        for (int with_err = 1; with_err >= 0; with_err--) {
+            check_set_context("%s, ns_error %s", calls[c].what, with_err ? "given" : "NULL");
+            poison(&err);
+            fx.out_index = (ns_index *)&err, fx.out_skin = (ns_skin *)&err;
+            fx.out_sim = (ns_sim *)&err; /* not NULL: a failure sets them to NULL */
+            ns_status st = calls[c].run(with_err ? &err : NULL);
+            CHECK_STATUS(st, calls[c].want, with_err ? &err : NULL);
+            if (with_err && st != NS_OK) {
+                tl_check_error(st, &err);
+                CHECK_EQ_U(err.particle, NS_NO_PARTICLE);
+            }
+            if (with_err && st == NS_OK)
+                CHECK_MSG(err.status == NS_OK && err.message[0] == '\0', "err not cleared");
+            if (st != NS_OK) {
+                CHECK(fx.out_index == NULL || fx.out_index == (ns_index *)&err);
+                CHECK(fx.out_skin == NULL || fx.out_skin == (ns_skin *)&err);
+                CHECK(fx.out_sim == NULL || fx.out_sim == (ns_sim *)&err);
+            }
+            if (st == NS_OK && fx.out_index != (ns_index *)&err)
+                ns_index_destroy(fx.out_index);
+        }
+    }
+
+    /* the calls without a status: nothing happens, or NULL / 0 / false */
+    check_set_context("calls without a status, with NULL");
+    ns_contact_list_init(NULL);
+    ns_contact_list_free(NULL);
+    ns_contact_list_sort(NULL);
+    ns_index_destroy(NULL);
+    ns_skin_destroy(NULL);
+    ns_sim_destroy(NULL);
+    CHECK(ns_kernel_find(NULL) == NULL);
+    CHECK(ns_workload_find(NULL) == NULL);
+    CHECK(!ns_index_can_count(NULL));
+    ns_index_info info;
+    memset(&info, 0xAB, sizeof info);
+    ns_index_get_info(NULL, &info);
+    CHECK(info.bytes == 0 && info.table_size == 0 && info.cells == 0 && info.candidates == 0);
+    ns_index_get_info(fx.index, NULL);
+    ns_skin_info sinfo;
+    memset(&sinfo, 0xAB, sizeof sinfo);
+    ns_skin_get_info(NULL, &sinfo);
+    CHECK(sinfo.searches == 0 && sinfo.rebuilds == 0 && sinfo.bytes == 0 && !sinfo.rebuilt);
+    ns_skin_get_info(fx.skin, NULL);
+    CHECK_EQ_U(ns_sim_count(NULL), 0);
+    CHECK(ns_sim_contacts(NULL) == NULL);
+    CHECK(ns_sim_positions(NULL) == NULL);
+    CHECK(ns_sim_velocities(NULL) == NULL);
+    CHECK(ns_sim_radii(NULL) == NULL);
+    CHECK_CMP_D(ns_sim_kinetic_energy(NULL), ==, 0.0);
+    CHECK_CMP_D(ns_sim_potential_energy(NULL), ==, 0.0);
+    CHECK_EQ_U(ns_format_float(NULL, 1.5f), 0);
+
+    /* ns_sim_spawn and ns_sim_box_around write nothing with a NULL */
+    float lo[3] = {7, 7, 7}, hi[3] = {7, 7, 7};
+    const ns_workload *w = tl_workload("uniform");
+    ns_sim_spawn(NULL, fx.set.n, 1, fx.set.pos, fx.set.radius, lo, hi);
+    ns_sim_spawn(w, fx.set.n, 1, NULL, fx.set.radius, lo, hi);
+    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, NULL, lo, hi);
+    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, fx.set.radius, NULL, hi);
+    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, fx.set.radius, lo, NULL);
+    ns_sim_box_around(fx.set.n, NULL, fx.set.radius, 2.0f, 0.0f, lo, hi);
+    ns_sim_box_around(fx.set.n, fx.set.pos, NULL, 2.0f, 0.0f, lo, hi);
+    ns_sim_box_around(fx.set.n, fx.set.pos, fx.set.radius, 2.0f, 0.0f, NULL, hi);
+    ns_sim_box_around(fx.set.n, fx.set.pos, fx.set.radius, 2.0f, 0.0f, lo, NULL);
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ_F32_BITS(lo[k], 7.0f);
+        CHECK_EQ_F32_BITS(hi[k], 7.0f);
+    }
+    ns_sim_box_around(0, NULL, NULL, 2.0f, 0.0f, lo, hi); /* n = 0: arrays may be NULL */
+    CHECK_EQ_F32_BITS(lo[0], 0.0f);
+    CHECK_EQ_F32_BITS(hi[0], 1.0f);
+    ns_sim_spawn(w, 0, 1, NULL, NULL, lo, hi);
+
+    /* ns_set_allocator: NULL, and a hook with a NULL function, restore the
+     * C library (searches still work) */
+    ns_allocator partial = {NULL, NULL, NULL, NULL};
+    ns_set_allocator(&partial);
+    CHECK_STATUS(ns_find_contacts(fx.kernel, &fx.p, NULL, &fx.list, &err), NS_OK, &err);
+    ns_set_allocator(NULL);
+    CHECK_STATUS(ns_find_contacts(fx.kernel, &fx.p, NULL, &fx.list, &err), NS_OK, &err);
+
+    ns_sim_destroy(fx.sim);
+    ns_skin_destroy(fx.skin);
+    ns_index_destroy(fx.index);
+    ns_contact_list_free(&fx.list);
+    tl_set_free(&fx.set);
+}
+
+/* Every fallible call clears a stale ns_error when it succeeds. */
+static void expect_cleared(const char *what, ns_status st, const ns_error *err)
+{
+    check_set_context("%s: success clears err", what);
+    CHECK_STATUS(st, NS_OK, err);
+    CHECK_EQ_I(err->status, NS_OK);
+    CHECK_EQ_U(err->particle, NS_NO_PARTICLE);
+    CHECK_EQ_U(err->line, 0);
+    CHECK_MSG(err->message[0] == '\0', "message \"%s\" left", err->message);
+}
+
+static void t_err_cleared(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 500, 3, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list list;
+    ns_contact_list_init(&list);
+    ns_error err;
+#define CLEARED(call)                                                                              \
+    do {                                                                                           \
+        poison(&err);                                                                              \
+        err.line = 12;                                                                             \
+        expect_cleared(#call, (call), &err);                                                       \
+    } while (0)
+    CLEARED(ns_particles_validate(&p, &err));
+    CLEARED(ns_contact_list_reserve(&list, 100, &err)); /* grows */
+    CLEARED(ns_contact_list_reserve(&list, 10, &err));  /* already has it */
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        ns_index *index = NULL;
+        CLEARED(ns_index_create(K, NULL, &index, &err));
+        CLEARED(ns_index_build(index, &p, &err));
+        CLEARED(ns_index_query(index, &list, &err));
+        if (ns_index_can_count(index)) {
+            size_t count;
+            CLEARED(ns_index_count(index, &count, &err));
+        }
+        ns_index_destroy(index);
+        CLEARED(ns_find_contacts(K, &p, NULL, &list, &err));
+    }
+    ns_skin *skin = NULL;
+    CLEARED(ns_skin_create(tl_kernel("grid_sorted"), NULL, 0.2f, &skin, &err));
+    CLEARED(ns_skin_search(skin, &p, &list, &err)); /* a rebuild */
+    CLEARED(ns_skin_search(skin, &p, &list, &err)); /* reuse */
+    ns_skin_destroy(skin);
+    CLEARED(ns_skin_create(tl_kernel("hash_serial"), NULL, 0.0f, &skin, &err));
+    CLEARED(ns_skin_search(skin, &p, &list, &err)); /* direct */
+    ns_skin_destroy(skin);
+    tl_set w;
+    tl_set_init(&w, 60);
+    CLEARED(ns_workload_generate("clusters", w.n, 1, 1, w.pos, w.radius, &err));
+    CLEARED(ns_workload_generate(NS_SETTLED_NAME, w.n, 1, 1, w.pos, w.radius, &err));
+    CLEARED(ns_sim_settled(w.n, 2, 1, w.pos, w.radius, &err));
+    ns_sim_params prm = ns_sim_params_default();
+    ns_sim_box_around(w.n, w.pos, w.radius, 2.0f, 2.0f, prm.box_lo, prm.box_hi);
+    ns_sim *sim = NULL;
+    CLEARED(ns_sim_create(tl_kernel("grid_sorted"), NULL, &prm, w.n, w.pos, w.radius, &sim, &err));
+    ns_sim_frame frame;
+    CLEARED(ns_sim_step(sim, &frame, &err));
+    ns_sim_destroy(sim);
+    prm.skin = 0.1f;
+    CLEARED(
+        ns_sim_create(tl_kernel("hash_parallel"), NULL, &prm, w.n, w.pos, w.radius, &sim, &err));
+    CLEARED(ns_sim_step(sim, NULL, &err));
+    CLEARED(ns_sim_step(sim, NULL, &err));
+    ns_sim_destroy(sim);
+#undef CLEARED
+    tl_set_free(&w);
+    ns_contact_list_free(&list);
+    tl_set_free(&s);
+}
+
+/* ---- the thread cap ---- */
+
+/* Every call that resolves a thread count refuses `threads` (a config
+ * count, or 0 with OpenMP's default too high) with NS_ERR_INVALID_ARGUMENT
+ * and a message containing `says`, before it starts a thread. */
+static void expect_threads_refused(int threads, const char *says)
+{
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 200, 1, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list list;
+    ns_contact_list_init(&list);
+    ns_config cfg = ns_config_default();
+    cfg.threads = threads;
+    ns_error err;
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        if (!K->parallel && threads == 0)
+            continue; /* a serial kernel does not use OpenMP's default */
+        check_set_context("threads %d: kernel %s", threads, K->name);
+        ns_index *index = (ns_index *)&err;
+        poison(&err);
+        CHECK_STATUS(ns_index_create(K, &cfg, &index, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STR_CONTAINS(err.message, says);
+        CHECK(index == NULL);
+        CHECK_STATUS(tl_find(K, &p, &cfg, &list, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STR_CONTAINS(err.message, says);
+        ns_skin *skin = (ns_skin *)&err;
+        CHECK_STATUS(ns_skin_create(K, &cfg, 0.1f, &skin, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STR_CONTAINS(err.message, says);
+        CHECK(skin == NULL);
+        ns_sim_params prm = ns_sim_params_default();
+        ns_sim_box_around(s.n, s.pos, s.radius, 2.0f, 2.0f, prm.box_lo, prm.box_hi);
+        ns_sim *sim = (ns_sim *)&err;
+        CHECK_STATUS(ns_sim_create(K, &cfg, &prm, s.n, s.pos, s.radius, &sim, &err),
+                     NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STR_CONTAINS(err.message, says);
+        CHECK(sim == NULL);
+    }
+    check_set_context("threads %d: the settled workload", threads);
+    tl_set w;
+    tl_set_init(&w, 30);
+    CHECK_STATUS(ns_sim_settled(w.n, 1, threads, w.pos, w.radius, &err), NS_ERR_INVALID_ARGUMENT,
+                 &err);
+    CHECK_STR_CONTAINS(err.message, says);
+    CHECK_STATUS(ns_workload_generate(NS_SETTLED_NAME, w.n, 1, threads, w.pos, w.radius, &err),
+                 NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STR_CONTAINS(err.message, says);
+    tl_set_free(&w);
+    ns_contact_list_free(&list);
+    tl_set_free(&s);
+}
+
+static void t_thread_cap(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const int cap = ns_max_threads();
+    check_set_context("ns_max_threads()");
+    CHECK_EQ_I(cap, NS_THREADS_PER_CORE * omp_get_num_procs());
+    printf("ns_max_threads() = %d (%d processors)\n", cap, omp_get_num_procs());
+    char says[160];
+    snprintf(says, sizeof says, "is more than the %d this machine allows (%d per processor)", cap,
+             NS_THREADS_PER_CORE);
+    expect_threads_refused(INT_MAX, says);
+    expect_threads_refused(cap + 1, says);
+    char exact[80];
+    snprintf(exact, sizeof exact, "threads = %d is more", cap + 1);
+    ns_config cfg = ns_config_default();
+    cfg.threads = cap + 1;
+    ns_error err;
+    ns_index *index;
+    check_set_context("the message names the count");
+    CHECK_STATUS(ns_index_create(tl_kernel("naive"), &cfg, &index, &err), NS_ERR_INVALID_ARGUMENT,
+                 &err);
+    CHECK_STR_CONTAINS(err.message, exact);
+
+    /* exactly the cap works, and gives naive's contacts */
+    tl_set s;
+    tl_generate(tl_workload("clusters"), 3000, 5, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+    cfg.threads = cap;
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("kernel %s, threads = the cap %d", K->name, cap);
+        CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
+        tl_lists_equal(&ref, &got, check_context);
+        ns_skin *skin = NULL;
+        REQUIRE(ns_skin_create(K, &cfg, 0.2f, &skin, &err) == NS_OK);
+        CHECK_STATUS(ns_skin_search(skin, &p, &got, &err), NS_OK, &err);
+        ns_contact_list_sort(&got);
+        tl_lists_equal(&ref, &got, "ns_skin_search at the cap");
+        ns_skin_destroy(skin);
+    }
+    check_set_context("a simulation and the settled workload at the cap");
+    ns_sim_params prm = ns_sim_params_default();
+    ns_sim_box_around(s.n, s.pos, s.radius, 2.0f, 2.0f, prm.box_lo, prm.box_hi);
+    ns_sim *sim = NULL;
+    CHECK_STATUS(
+        ns_sim_create(tl_kernel("grid_sorted"), &cfg, &prm, s.n, s.pos, s.radius, &sim, &err),
+        NS_OK, &err);
+    CHECK_STATUS(ns_sim_step(sim, NULL, &err), NS_OK, &err);
+    ns_sim_destroy(sim);
+    tl_set w;
+    tl_set_init(&w, 30);
+    CHECK_STATUS(ns_sim_settled(w.n, 1, cap, w.pos, w.radius, &err), NS_OK, &err);
+
+    /* OpenMP's default above the cap (omp_set_num_threads, as OMP_NUM_THREADS
+     * would): refused where threads is 0; explicit counts and serial kernels
+     * still work */
+    omp_set_num_threads(cap + 1);
+    expect_threads_refused(0, "OMP_NUM_THREADS");
+    cfg.threads = 2;
+    check_set_context("default above the cap, threads = 2");
+    CHECK_STATUS(tl_find(tl_kernel("hash_parallel"), &p, &cfg, &got, &err), NS_OK, &err);
+    tl_lists_equal(&ref, &got, check_context);
+    check_set_context("default above the cap, a serial kernel with threads = 0");
+    CHECK_STATUS(tl_find(tl_kernel("hash_serial"), &p, NULL, &got, &err), NS_OK, &err);
+    tl_lists_equal(&ref, &got, check_context);
+
+    /* the default checked again at build: it may change after the create */
+    omp_set_num_threads(2);
+    check_set_context("default changed between create and build");
+    REQUIRE(ns_index_create(tl_kernel("naive_omp"), NULL, &index, &err) == NS_OK);
+    omp_set_num_threads(cap + 1);
+    CHECK_STATUS(ns_index_build(index, &p, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STR_CONTAINS(err.message, "OMP_NUM_THREADS");
+    CHECK_STATUS(ns_index_query(index, &got, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    omp_set_num_threads(2);
+    CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+    CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+    ns_contact_list_sort(&got);
+    tl_lists_equal(&ref, &got, check_context);
+    ns_index_destroy(index);
+
+    tl_set_free(&w);
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* Run with OMP_NUM_THREADS above any machine's cap (CMake sets it): every
+ * call that would use OpenMP's default refuses, nothing starts a thread. */
+static void t_threads_env_over_cap(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *env = getenv("OMP_NUM_THREADS");
+    printf("OMP_NUM_THREADS=%s, omp_get_max_threads() = %d, ns_max_threads() = %d\n",
+           env ? env : "(unset)", omp_get_max_threads(), ns_max_threads());
+    check_set_context("OMP_NUM_THREADS above the cap");
+    REQUIRE(omp_get_max_threads() > ns_max_threads());
+    expect_threads_refused(0, "OMP_NUM_THREADS");
+    /* explicit counts and serial kernels are unaffected */
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 2000, 2, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+    ns_config cfg = ns_config_default();
+    cfg.threads = 3;
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("OMP_NUM_THREADS above the cap: kernel %s, threads %d", K->name,
+                          K->parallel ? 3 : 0);
+        CHECK_STATUS(tl_find(K, &p, K->parallel ? &cfg : NULL, &got, &err), NS_OK, &err);
+        tl_lists_equal(&ref, &got, check_context);
+    }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* ---- table_size is clamped ---- */
+
+static void t_table_clamp(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const size_t ns[] = {2, 100, 1000, 5000};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        size_t n = ns[t];
+        size_t cap = NS_TABLE_SIZE_PER_PARTICLE * n;
+        cap = cap > NS_TABLE_SIZE_FLOOR ? cap : NS_TABLE_SIZE_FLOOR;
+        tl_set s;
+        tl_generate(tl_workload("clusters"), n, 7, &s);
+        ns_particles p = tl_particles(&s);
+        ns_contact_list ref, got;
+        ns_contact_list_init(&ref);
+        ns_contact_list_init(&got);
+        ns_error err;
+        CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+        const size_t asked[] = {UINT32_MAX, 100000000, cap + 1, cap, cap - 1, 7};
+        for (size_t k = 0; k < ns_kernel_count(); k++) {
+            const ns_kernel *K = ns_kernel_at(k);
+            if (!K->uses_table_size)
+                continue;
+            for (size_t a = 0; a < sizeof asked / sizeof asked[0]; a++) {
+                ns_config cfg = ns_config_default();
+                cfg.table_size = asked[a];
+                size_t want = asked[a] < cap ? asked[a] : cap;
+                check_set_context("kernel %s, n %zu, table_size %zu (used: %zu)", K->name, n,
+                                  asked[a], want);
+                ns_index *index = NULL;
+                REQUIRE(ns_index_create(K, &cfg, &index, &err) == NS_OK);
+                CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+                ns_index_info info;
+                ns_index_get_info(index, &info);
+                CHECK_EQ_U(info.table_size, want);
+                /* the index's memory follows the table used, not the one asked */
+                CHECK_CMP_U(info.bytes, <=, 64 * n + 16 * want + 4096);
+                CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+                ns_contact_list_sort(&got);
+                tl_lists_equal(&ref, &got, check_context);
+                ns_index_destroy(index);
+            }
+        }
+        ns_contact_list_free(&ref);
+        ns_contact_list_free(&got);
+        tl_set_free(&s);
+    }
+}
+
 /* ---- the test library itself: the comparisons can fail ---- */
 
 static void t_testlib_selftest(int argc, char **argv)
@@ -1043,6 +1587,11 @@ static const tl_case cases[] = {
     {"explicit_threads", .run_args = t_explicit_threads},
     {"bad_threads", .run_args = t_bad_threads},
     {"concurrent_searches", .run_args = t_concurrent_searches},
+    {"null_table", .run_args = t_null_table},
+    {"err_cleared", .run_args = t_err_cleared},
+    {"thread_cap", .run_args = t_thread_cap},
+    {"threads_env_over_cap", .run_args = t_threads_env_over_cap},
+    {"table_clamp", .run_args = t_table_clamp},
     {"testlib_selftest", .run_args = t_testlib_selftest},
 };
 

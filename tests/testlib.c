@@ -331,10 +331,10 @@ void tl_check_contacts(const ns_particles *p, const ns_contact_list *c, const ch
                 bad = "overlap <= r_i + r_j";
             else if (!(d2 < rs * rs))
                 bad = "the pair satisfies d2 < (r_i + r_j)^2";
-            else if (d2 == 0.0f && !zero)
-                bad = "normal == (0,0,0) for coincident centres";
-            else if (d2 != 0.0f && zero)
-                bad = "normal != (0,0,0) for distinct centres";
+            else if (d2 < FLT_MIN && !zero)
+                bad = "normal == (0,0,0) for coincident centres (d2 < FLT_MIN)";
+            else if (d2 >= FLT_MIN && zero)
+                bad = "normal != (0,0,0) for distinct centres (d2 >= FLT_MIN)";
             else if (d2 >= FLT_MIN && fabs(len2 - 1.0) > 1e-5)
                 bad = "|normal| == 1 within float rounding";
         }
@@ -382,7 +382,7 @@ void tl_reference(const ns_particles *p, ns_contact_list *out)
             c.i = (uint32_t)i;
             c.j = (uint32_t)j;
             c.overlap = rs - d;
-            if (d2 == 0.0f) {
+            if (d2 < FLT_MIN) { /* coincident: d2 is 0 or subnormal */
                 c.nx = c.ny = c.nz = 0.0f;
             } else {
                 c.nx = dx / d + 0.0f; /* + 0.0f turns -0 into +0 */

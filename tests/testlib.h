@@ -79,11 +79,13 @@ void tl_print_contact(const char *label, const ns_contact *c);
 /* Properties of a sorted contact list for particles p:
  * i < j < n, strictly increasing (i, j) (no duplicates), overlap finite and
  * in [0, r_i + r_j], normal finite with no -0, unit length within float
- * rounding, and (0, 0, 0) exactly when the centres coincide (d2 == 0). */
+ * rounding, and (0, 0, 0) exactly when the centres coincide (d2 < FLT_MIN,
+ * the smallest normal float). */
 void tl_check_contacts(const ns_particles *p, const ns_contact_list *c, const char *what);
 
 /* The test's own O(n^2) search, written from DESIGN.md's predicate
- * (dx = x_j - x_i, d2 = dx*dx + dy*dy + dz*dz, contact iff d2 < (r_i+r_j)^2).
+ * (dx = x_j - x_i, d2 = dx*dx + dy*dy + dz*dz, contact iff d2 < (r_i+r_j)^2;
+ * the normal (0, 0, 0) when d2 < FLT_MIN, else (dx, dy, dz) / sqrt(d2)).
  * Fills out (a list from ns_contact_list_init) in (i, j) order. */
 void tl_reference(const ns_particles *p, ns_contact_list *out);
 /* Compares a kernel's sorted list with tl_reference's: same pairs, overlap

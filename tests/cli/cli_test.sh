@@ -883,12 +883,13 @@ case_gen_roundtrip() {
 
 # ---------------------------------------------------------------- Ctrl-C
 
-# start_bg ARGS...: the tool in the background with SIGINT at its default action
-# (a non-interactive shell starts background jobs with SIGINT ignored; a real
-# Ctrl-C hits a foreground process that has it at the default).
+# start_bg ARGS...: the tool in the background with every signal at its default
+# action (a non-interactive shell starts background jobs with SIGINT and SIGQUIT
+# ignored, and the tool leaves an ignored signal ignored; a real Ctrl-C hits a
+# foreground process that has it at the default).
 start_bg() {
-    if env --default-signal=INT true 2>/dev/null; then
-        env --default-signal=INT "$BIN" "$@" >"$K/bg.out" 2>"$K/bg.err" &
+    if env --default-signal true 2>/dev/null; then
+        env --default-signal "$BIN" "$@" >"$K/bg.out" 2>"$K/bg.err" &
     else
         set -m
         "$BIN" "$@" >"$K/bg.out" 2>"$K/bg.err" &
@@ -1469,6 +1470,451 @@ case_sim_err_write_fails() {
     note "$(head -1 "$K/wf.err")"
     sim_dir_is od box.csv frame-000000.csv frame-000005.csv
     sim_check_frame od/frame-000000.csv 50 od/box.csv "the frame before the failure"
+}
+
+# ------------------------------------------- output targets (README, "Output files")
+# What --output does with each kind of path, as a table: a row is a name, the
+# exit status it must give, a setup (makes ./target and what it needs) and a
+# check (is what is at the path as it must be). Device nodes are mknod copies
+# in the scratch folder, never the real /dev; a row whose setup cannot be made
+# here (not root, a nodev mount) is skipped with a message. Each row runs for
+# `pairs --output`, `gen --output`; a failing row must leave the directory as
+# it was (no temporary file) with one line on stderr.
+
+mode_of() { stat -c %a "$1"; }
+owner_of() { stat -c %u:%g "$1"; }
+kind_of() { stat -c %F "$1"; }
+
+row_regular_setup() { printf '%s\n' "$PRECIOUS" >target && chmod 0640 target; }
+row_regular_check() {
+    same "$WANT" target "$1: regular file content"
+    [ "$(mode_of target)" = 640 ] || fail "$1: mode $(mode_of target), want 640 (kept)"
+}
+row_new_setup() { rm -f target; }
+row_new_check() {
+    same "$WANT" target "$1: new file content"
+    [ "$(mode_of target)" = "$(printf '%o' $((0666 & ~$(umask))))" ] || fail "$1: new file mode $(mode_of target)"
+}
+row_symlink_setup() { printf '%s\n' "$PRECIOUS" >real && chmod 0600 real && ln -s real target; }
+row_symlink_check() {
+    [ -L target ] && [ "$(readlink target)" = real ] || fail "$1: the symbolic link was replaced"
+    same "$WANT" real "$1: the link's target content"
+    [ "$(mode_of real)" = 600 ] || fail "$1: the link's target mode $(mode_of real), want 600"
+}
+row_dangling_setup() { ln -s nowhere target; }
+row_dangling_check() {
+    [ -L target ] && [ "$(readlink target)" = nowhere ] || fail "$1: the dangling link changed"
+    [ -e nowhere ] && fail "$1: created the link's target"
+}
+row_hardlink_setup() { printf '%s\n' "$PRECIOUS" >target && ln target other; }
+row_hardlink_check() {
+    [ "$(cat target)" = "$PRECIOUS" ] && [ "$(cat other)" = "$PRECIOUS" ] || fail "$1: a hard-linked file changed"
+    [ "$(stat -c %h target)" = 2 ] || fail "$1: the hard link was broken"
+}
+row_other_owner_setup() {
+    [ "$(id -u)" = 0 ] || return 77
+    printf '%s\n' "$PRECIOUS" >target && chown 65534:65534 target && chmod 0600 target
+}
+row_other_owner_check() {
+    same "$WANT" target "$1: content"
+    [ "$(owner_of target)" = 65534:65534 ] || fail "$1: owner $(owner_of target), want 65534:65534 (kept)"
+    [ "$(mode_of target)" = 600 ] || fail "$1: mode $(mode_of target), want 600 (kept)"
+}
+row_char_null_setup() { mknod target c 1 3 2>/dev/null || return 77; }
+row_char_null_check() {
+    [ -c target ] || fail "$1: the character device was replaced by a $(kind_of target)"
+}
+row_char_full_setup() { mknod target c 1 7 2>/dev/null || return 77; }
+row_char_full_check() {
+    [ -c target ] || fail "$1: the character device was replaced by a $(kind_of target)"
+    message_matches 'space' "$1: a full device"
+}
+row_block_setup() { mknod target b 7 200 2>/dev/null || return 77; }
+row_block_check() { [ -b target ] || fail "$1: the block device was replaced by a $(kind_of target)"; }
+row_fifo_setup() {
+    mkfifo target || return 77
+    (cat target >"$K/fifo.got") &
+    FIFO_READER=$!
+}
+row_fifo_check() {
+    wait "$FIFO_READER"
+    [ -p target ] || fail "$1: the FIFO was replaced by a $(kind_of target)"
+    same "$WANT" "$K/fifo.got" "$1: what the FIFO's reader got"
+}
+row_folder_setup() { mkdir target; }
+row_folder_check() { [ -d target ] && [ -z "$(ls -A target)" ] || fail "$1: the folder changed"; }
+row_stdout_link_setup() { ln -s /proc/self/fd/1 target; }
+row_stdout_link_check() {
+    [ -L target ] || fail "$1: the link to standard output was replaced"
+    same "$WANT" "$K/row.out" "$1: standard output"
+}
+
+# run_row COMMAND-ARGS... with ROW, WANT_RC, WANT set: one row for one command.
+run_row() {
+    local label="$ROW: nsearch $*"
+    rm -rf target real other nowhere
+    local setup=0
+    "row_${ROW}_setup" || setup=$?
+    if [ "$setup" -eq 77 ]; then
+        note "$ROW: skipped (cannot make it here)"
+        rm -rf target
+        return 0
+    fi
+    [ "$setup" -eq 0 ] || { fail "$ROW: setup failed"; return 1; }
+    ls_dir | grep -vx target >"$K/dir.before"
+    "$BIN" "$@" --output target >"$K/row.out" 2>"$K/row.err"
+    RC=$?
+    ERRLINE=$(head -n 1 "$K/row.err")
+    [ "$RC" -eq "$WANT_RC" ] || { fail "$label: exit $RC, want $WANT_RC"; show_err row; }
+    if [ "$WANT_RC" -ne 0 ] && [ "$(wc -l <"$K/row.err")" -ne 1 ]; then
+        fail "$label: stderr is not one line"
+        show_err row
+    fi
+    [ "$WANT_RC" -eq 0 ] && [ -s "$K/row.err" ] && { fail "$label: stderr on success"; show_err row; }
+    ls_dir | grep -vx target >"$K/dir.after"
+    cmp -s "$K/dir.before" "$K/dir.after" || {
+        fail "$label: the directory changed (a temporary file left behind?)"
+        diff "$K/dir.before" "$K/dir.after" | sed 's/^/    /'
+    }
+    "row_${ROW}_check" "$label"
+    [ "$RC" -eq "$WANT_RC" ] && note "ok ($RC) $ROW ${ERRLINE:+: $ERRLINE}"
+    rm -rf target real other
+}
+
+OUTPUT_ROWS="regular:0 new:0 symlink:0 dangling:1 hardlink:1 other_owner:0 char_null:0 char_full:1
+block:1 fifo:0 folder:1 stdout_link:0"
+
+case_output_targets() {
+    gen uniform 3000 5 u.csv
+    "$BIN" pairs --kernel naive --input u.csv >"$K/want.pairs" || die "reference run failed"
+    "$BIN" gen --workload dambreak --n 3000 --seed 2 >"$K/want.gen" || die "reference gen failed"
+    local row
+    for row in $OUTPUT_ROWS; do
+        ROW=${row%%:*}
+        WANT_RC=${row##*:}
+        WANT=$K/want.pairs
+        run_row pairs --kernel grid_sorted --input u.csv
+        WANT=$K/want.gen
+        run_row gen --workload dambreak --n 3000 --seed 2
+    done
+    # "-" and an empty name
+    ok dash pairs --kernel grid_sorted --input u.csv --output - && same "$K/want.pairs" "$K/dash.out" "--output -"
+    [ -e ./- ] && fail "--output - created a file named -"
+    expect_fail 2 "" "" pairs --kernel grid_sorted --input u.csv --output ''
+    message_matches 'output' "--output ''"
+    # a missing folder is not created
+    expect_fail 1 "no-such-dir" "" gen --workload uniform --n 10 --output no-such-dir/p.csv
+    [ -e no-such-dir ] && fail "--output no-such-dir/p.csv created the folder"
+}
+
+# The same rules for the simulation's frame files: a frame that is a symbolic
+# link is written through it; one with another hard link is refused.
+case_output_sim_frames() {
+    mkdir od
+    printf '%s\n' "$PRECIOUS" >real0
+    ln -s ../real0 od/frame-000000.csv
+    ok links sim --n 50 --frames 2 --output-dir od || return
+    [ -L od/frame-000000.csv ] || fail "sim replaced the symbolic link frame-000000.csv"
+    sim_check_frame real0 50 od/box.csv "frame 0 written through its link"
+    printf '%s\n' "$PRECIOUS" >od/frame-000002.csv
+    ln od/frame-000002.csv keep
+    run hard sim --n 50 --frames 2 --output-dir od
+    [ "$RC" -eq 1 ] || fail "sim onto a hard-linked frame: exit $RC, want 1"
+    [ "$(cat keep)" = "$PRECIOUS" ] || fail "sim changed a hard-linked frame"
+    sim_dir_is od box.csv frame-000000.csv frame-000001.csv frame-000002.csv
+}
+
+# A file of another owner when the caller cannot give a new file that owner:
+# refused (exit 1), the file as it was. Runs the tool as user 65534 (root
+# needed to set up; skipped otherwise).
+case_output_owner_unprivileged() {
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to make a file of another user"; exit 77; }
+    command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
+    local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    "${as_nobody[@]}" "$BIN" --version >/dev/null 2>&1 || { echo "SKIP: user 65534 cannot run $BIN here"; exit 77; }
+    mkdir shared && chmod 0777 shared
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n' >shared/in.csv && chmod 0644 shared/in.csv
+    printf '%s\n' "$PRECIOUS" >shared/root.csv && chmod 0666 shared/root.csv
+    (cd shared && "${as_nobody[@]}" "$BIN" pairs --kernel naive --input in.csv --output root.csv) 2>"$K/own.err"
+    RC=$?
+    [ "$RC" -eq 1 ] || fail "nobody writing root's 0666 file: exit $RC, want 1"
+    [ "$(cat shared/root.csv)" = "$PRECIOUS" ] || fail "nobody replaced root's file"
+    [ "$(owner_of shared/root.csv)" = 0:0 ] || fail "the file's owner changed"
+    [ "$(ls -A shared | wc -l)" -eq 2 ] || fail "a temporary file was left in shared/: $(ls -A shared)"
+    note "$(head -1 "$K/own.err")"
+    printf '%s\n' "$PRECIOUS" >shared/ro.csv && chown 65534:65534 shared/ro.csv && chmod 0444 shared/ro.csv
+    (cd shared && "${as_nobody[@]}" "$BIN" pairs --kernel naive --input in.csv --output ro.csv) 2>"$K/ro.err"
+    RC=$?
+    [ "$RC" -eq 1 ] || fail "nobody writing its own read-only file: exit $RC, want 1"
+    [ "$(cat shared/ro.csv)" = "$PRECIOUS" ] || fail "a read-only file was replaced"
+    note "$(head -1 "$K/ro.err")"
+}
+
+# A file name of 250 characters is a valid output (the temporary's name is cut).
+case_output_long_name() {
+    good_input
+    local name
+    name=$(printf 'n%.0s' $(seq 250)).csv
+    name=${name:0:250}
+    ok long pairs --kernel naive --input good.csv --output "$name" || return
+    [ "$(contact_count "$name")" -eq 1 ] || fail "the 250-character output does not hold the contact"
+}
+
+# Problems with --output are found before the input is read or searched.
+case_output_checked_first() {
+    printf 'x,y,z,r\nbad,0,0,1\n' >bad.csv
+    mkdir folder
+    expect_fail 2 "" "" pairs --kernel naive --input bad.csv --output ''
+    message_matches 'output' "--output '' with a bad input"
+    expect_fail 1 folder "" pairs --kernel naive --input bad.csv --output folder
+    message_matches 'folder' "--output FOLDER with a bad input"
+}
+
+# --help and --version to a full device: exit 1 with a message.
+case_err_help_full() {
+    [ -w /dev/full ] || { echo "SKIP: no /dev/full"; exit 77; }
+    local what
+    for what in "--help" "--version" "pairs --help" "sim --help" "gen --help" "workloads"; do
+        # shellcheck disable=SC2086
+        "$BIN" $what >/dev/full 2>"$K/full.err"
+        RC=$?
+        [ "$RC" -eq 1 ] || fail "nsearch $what >/dev/full: exit $RC, want 1"
+        [ "$(wc -l <"$K/full.err")" -eq 1 ] || fail "nsearch $what >/dev/full: stderr is not one line"
+    done
+}
+
+# --check finding a difference (NSEARCH_TEST_CORRUPT=1 changes one contact of
+# the kernel's list, for this test only): exit 3, INVALID, the output file as it was.
+case_check_invalid_keeps_output() {
+    gen uniform 500 1 u.csv
+    printf '%s\n' "$PRECIOUS" >out.csv
+    run_env inv NSEARCH_TEST_CORRUPT=1 pairs --kernel grid_sorted --input u.csv --check --output out.csv
+    [ "$RC" -eq 3 ] || fail "--check with a corrupted contact: exit $RC, want 3"
+    grep -q INVALID "$K/inv.err" || fail "--check with a corrupted contact: no INVALID"
+    [ "$(cat out.csv)" = "$PRECIOUS" ] || fail "--check mismatch replaced the output file"
+    [ "$(ls -A | LC_ALL=C sort | tr '\n' ' ')" = "out.csv u.csv " ] || fail "files left: $(ls -A)"
+}
+
+# ----------------------------------------- signals and limits while writing
+
+# Every signal that ends a process, sent during the search: the old output
+# stays, no temporary file is left. SIGPIPE is ignored: the run completes.
+case_signals_search() {
+    gen uniform 200000 2 big.csv
+    local sig
+    for sig in INT TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF; do
+        printf '%s\n' "$PRECIOUS" >out.csv
+        ls_dir >"$K/dir.before"
+        start_bg pairs --kernel naive --input big.csv --output out.csv
+        sleep 0.7
+        kill -0 "$BGPID" 2>/dev/null || fail "SIG$sig: the run ended within 0.7 s"
+        kill -"$sig" "$BGPID" 2>/dev/null
+        wait_bg 20
+        [ "$BGRC" -ne 0 ] || fail "SIG$sig: exit 0"
+        [ "$(cat out.csv)" = "$PRECIOUS" ] || fail "SIG$sig: out.csv changed"
+        ls_dir >"$K/dir.after"
+        cmp -s "$K/dir.before" "$K/dir.after" || {
+            fail "SIG$sig: a temporary file was left"
+            diff "$K/dir.before" "$K/dir.after" | sed 's/^/    /'
+        }
+        note "SIG$sig: exit $BGRC"
+    done
+    gen uniform 20000 2 mid.csv
+    printf '%s\n' "$PRECIOUS" >out.csv
+    start_bg pairs --kernel naive --input mid.csv --output out.csv
+    sleep 0.2
+    kill -PIPE "$BGPID" 2>/dev/null
+    wait_bg 60
+    [ "$BGRC" -eq 0 ] || fail "SIGPIPE (ignored): exit $BGRC, want 0"
+    [ "$(head -1 out.csv)" = "$CSV_HEADER" ] || fail "SIGPIPE (ignored): out.csv is not the contacts"
+    rm -f big.csv mid.csv
+}
+
+# A file-size limit: the write fails with a message and exit 1, not SIGXFSZ.
+case_file_size_limit() {
+    gen uniform 20000 4 u.csv
+    printf '%s\n' "$PRECIOUS" >out.csv
+    ls_dir >"$K/dir.before"
+    (ulimit -f 100; exec "$BIN" pairs --kernel grid_sorted --input u.csv --output out.csv) 2>"$K/fs.err"
+    RC=$?
+    [ "$RC" -eq 1 ] || fail "ulimit -f 100: exit $RC, want 1"
+    [ "$(wc -l <"$K/fs.err")" -eq 1 ] || fail "ulimit -f 100: stderr is not one line"
+    grep -Eiq 'large|limit|write' "$K/fs.err" || fail "ulimit -f 100: no write error: $(head -1 "$K/fs.err")"
+    [ "$(cat out.csv)" = "$PRECIOUS" ] || fail "ulimit -f 100: out.csv changed"
+    ls_dir >"$K/dir.after"
+    cmp -s "$K/dir.before" "$K/dir.after" || fail "ulimit -f 100: a temporary file was left"
+    note "$(head -1 "$K/fs.err")"
+}
+
+# SIGTERM at moments spread over short runs (100,000 particles, a few tenths
+# of a second) and their end: either the run reports success and out.csv is
+# new, or it failed and out.csv is as it was.
+case_signal_at_rename() {
+    gen uniform 100000 6 u.csv
+    "$BIN" pairs --kernel grid_sorted --input u.csv >"$K/want" || die "reference run failed"
+    local k delay new=0 old=0
+    for k in $(seq 30); do
+        printf '%s\n' "$PRECIOUS" >out.csv
+        delay=$(awk -v k="$k" 'BEGIN { printf "%.3f", 0.03 + 0.015 * k }')
+        start_bg pairs --kernel grid_sorted --input u.csv --output out.csv
+        sleep "$delay"
+        kill -TERM "$BGPID" 2>/dev/null
+        wait_bg 20
+        if [ "$BGRC" -eq 0 ]; then
+            cmp -s out.csv "$K/want" || fail "run $k: exit 0 but out.csv is not the new output"
+            new=$((new + 1))
+        else
+            [ "$(cat out.csv)" = "$PRECIOUS" ] || fail "run $k: exit $BGRC but out.csv changed"
+            old=$((old + 1))
+        fi
+        [ "$(ls -A | wc -l)" -eq 2 ] || fail "run $k: files left: $(ls -A)"
+    done
+    note "completed $new, stopped $old of 30"
+}
+
+# ------------------------------------------------------ numbers and limits
+
+# An option's number is read exactly as the file's: one rounding.
+case_radius_rounding() {
+    local r
+    for r in 1.0000000596046447753906251 1.0000000596046447753906249 0.50000002980232238769531251 \
+        3.4028234664e38 1e-5 0x1.000001p0 1.00000005960464477539062500000000000000000000000000000000000000000000000000000001; do
+        printf 'x,y,z\n0,0,0\n2,0,0\n' >p3.csv
+        printf 'x,y,z,r\n0,0,0,%s\n2,0,0,%s\n' "$r" "$r" >p4.csv
+        run opt pairs --kernel naive --input p3.csv --radius "$r"
+        local rc_opt=$RC
+        cp "$K/opt.out" "$K/opt.keep"
+        cp "$K/opt.err" "$K/opt.errkeep"
+        run file pairs --kernel naive --input p4.csv
+        [ "$rc_opt" -eq "$RC" ] || fail "radius $r: --radius exits $rc_opt, the file $RC"
+        same "$K/file.out" "$K/opt.keep" "radius $r: --radius and the 4th column"
+        note "radius $r: exit $RC, $(($(wc -l <"$K/file.out") - 1)) contacts"
+    done
+}
+
+# Options are read alike: no spaces around numbers, "--" ends the options,
+# --max-contacts up to 2^31 is taken as given.
+case_option_syntax() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive --input good3.csv --radius ' 1'
+    expect_fail 2 "" "" pairs --kernel naive --input good3.csv --radius '1 '
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --threads ' 2'
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --threads '+2'
+    ok dd pairs --kernel naive --input good.csv --
+    expect_fail 2 "" "" pairs --kernel naive -- --input good.csv
+    message_matches 'unexpected' "an argument after --"
+    ok mc pairs --kernel naive --input good.csv --max-contacts 2147483648
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --max-contacts 2147483649
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --threads 100000
+    message_matches 'threads' "--threads 100000"
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --kernel naive
+    message_matches 'twice' "an option given twice"
+    expect_fail 2 "" "" pairs --kernel "$(printf 'na\033[2Jive')" --input good.csv
+    printf '%s\n' "$ERRLINE" | grep -q "$(printf '\033')" && fail "a control character reached the message"
+}
+
+# Radii outside the range where contacts are computed exactly are refused
+# alike from the option and the file, with the range in the message.
+case_radius_range() {
+    local r
+    for r in 3.4028235e38 1e30 1e-30; do
+        printf 'x,y,z\n0,0,0\n1e20,0,0\n' >p3.csv
+        printf 'x,y,z,r\n0,0,0,%s\n1e20,0,0,%s\n' "$r" "$r" >p4.csv
+        expect_fail 2 p3.csv 2 pairs --kernel grid_sorted --input p3.csv --radius "$r"
+        message_matches 'radius' "--radius $r"
+        expect_fail 2 p4.csv 2 pairs --kernel grid_sorted --input p4.csv
+        message_matches 'radius' "radius $r in the file"
+    done
+}
+
+# OpenMP's thread count is capped: above the cap a clear refusal, never
+# libgomp's own exit.
+case_threads_cap() {
+    good_input
+    run_env omp OMP_NUM_THREADS=5000 pairs --kernel grid_sorted --input good.csv
+    [ "$RC" -eq 2 ] || fail "OMP_NUM_THREADS=5000: exit $RC, want 2"
+    grep -q OMP_NUM_THREADS "$K/omp.err" || fail "OMP_NUM_THREADS=5000: the message does not name it: $(head -1 "$K/omp.err")"
+    grep -qi libgomp "$K/omp.err" && fail "OMP_NUM_THREADS=5000: libgomp's message"
+    note "$(head -1 "$K/omp.err")"
+    run_env omp1 OMP_NUM_THREADS=5000 pairs --kernel naive --input good.csv
+    note "naive with OMP_NUM_THREADS=5000: exit $RC"
+    run big pairs --kernel grid_sorted --input good.csv --threads 1000
+    [ "$RC" -eq 2 ] || fail "--threads 1000: exit $RC, want 2"
+}
+
+# Memory of a refused search does not grow with the thread count: 100,000
+# coincident particles (5e9 contacts) with --max-contacts 2,000,000 (48 MB of
+# contacts) at 1, 2 and 8 threads; the peak stays below 40 MB + 3 x 48 MB.
+case_refusal_memory() {
+    [ -n "${NS_PEAK_RSS:-}" ] && [ -x "$NS_PEAK_RSS" ] || { echo "SKIP: no peak_rss helper"; exit 77; }
+    awk 'BEGIN { print "x,y,z,r"; for (i = 0; i < 100000; i++) print "1,2,3,0.5" }' >same.csv
+    local limit=2000000 bound_kb=$(((40 + 3 * 48) * 1024)) k t kb
+    load_kernels
+    for k in "${KERNELS[@]}"; do
+        for t in 1 2 8; do
+            "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel "$k" --input same.csv --threads "$t" \
+                --max-contacts "$limit" --output out.csv 2>"$K/rss.err"
+            RC=$?
+            kb=$(cat "$K/rss")
+            [ "$RC" -eq 1 ] || fail "$k, $t threads: exit $RC, want 1 (too many contacts)"
+            grep -q 'too many contacts' "$K/rss.err" || fail "$k, $t threads: $(head -1 "$K/rss.err")"
+            [ "$kb" -le "$bound_kb" ] || fail "$k, $t threads: peak $((kb / 1024)) MB, over the $((bound_kb / 1024)) MB bound"
+            note "$k, $t threads: peak $((kb / 1024)) MB"
+        done
+    done
+}
+
+# Inputs and options that would make a small run take huge memory.
+case_bounded_inputs() {
+    [ -n "${NS_PEAK_RSS:-}" ] && [ -x "$NS_PEAK_RSS" ] || { echo "SKIP: no peak_rss helper"; exit 77; }
+    local kb
+    # /dev/zero as input: refused on its first line, not read whole
+    "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel naive --input /dev/zero 2>"$K/z.err"
+    RC=$?
+    [ "$RC" -eq 2 ] || fail "--input /dev/zero: exit $RC, want 2"
+    grep -q '/dev/zero:1:' "$K/z.err" || fail "--input /dev/zero: $(head -1 "$K/z.err")"
+    kb=$(cat "$K/rss")
+    [ "$kb" -le $((64 * 1024)) ] || fail "--input /dev/zero: peak $((kb / 1024)) MB"
+    note "/dev/zero: $(head -1 "$K/z.err") (peak $((kb / 1024)) MB)"
+    # a huge hash table for two particles: reduced to what n needs
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n' >two.csv
+    local k
+    for k in hash_serial hash_parallel; do
+        "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel "$k" --input two.csv --table-size 100000000 >"$K/t.out" 2>"$K/t.err"
+        RC=$?
+        kb=$(cat "$K/rss")
+        [ "$RC" -eq 0 ] || fail "$k --table-size 100000000: exit $RC"
+        [ "$kb" -le $((64 * 1024)) ] || fail "$k --table-size 100000000 on 2 particles: peak $((kb / 1024)) MB"
+        note "$k --table-size 100000000: peak $((kb / 1024)) MB"
+    done
+    # a skin far larger than the particles
+    run skin sim --n 2000 --frames 2 --skin 1e6
+    [ "$RC" -eq 2 ] || fail "sim --skin 1e6: exit $RC, want 2"
+    note "sim --skin 1e6: $(head -1 "$K/skin.err")"
+}
+
+# Particle files as spreadsheets and editors write them.
+case_input_text_edges() {
+    printf '\357\273\277x,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n' >bom.csv
+    ok bom pairs --kernel naive --input bom.csv && [ "$(contact_count "$K/bom.out")" -eq 1 ] ||
+        fail "a file starting with a UTF-8 byte-order mark"
+    printf 'x,y,z,r\n0,0,0,0.5\n0.6,0\000,0,0.5\n' >nul.csv
+    expect_fail 2 nul.csv 3 pairs --kernel naive --input nul.csv
+    message_matches 'NUL' "a NUL byte"
+    local long
+    long="0.$(printf '0%.0s' $(seq 300))5e300"
+    printf 'x,y,z,r\n0,0,0,%s\n0.6,0,0,0.5\n' "$long" >long.csv
+    ok long pairs --kernel naive --input long.csv || fail "a valid 305-character number"
+    printf 'x,y,z,r\n0,0,0,0.5\n# note\n\n0.6,0,0,1e-30\n' >badsim.csv
+    sim_fail badsim.csv --input badsim.csv
+    message_matches 'badsim.csv:5:' "sim --input error with file:line"
+}
+
+# grid_dense's refusal of a grid beyond 2^62 cells states sizes, never a negative number.
+case_grid_dense_huge_message() {
+    printf 'x,y,z,r\n-4.6e18,-4.6e18,0,0.5\n4.6e18,4.6e18,0,0.5\n' >far.csv
+    expect_fail 1 "" "" pairs --kernel grid_dense --input far.csv
+    printf '%s\n' "$ERRLINE" | grep -Eq -- '-[0-9]' && fail "grid_dense: a negative number in the message: $ERRLINE"
 }
 
 # ---------------------------------------------------------------- main

@@ -4,11 +4,14 @@
  * from the values that break neighbour searches (small values, cell
  * boundaries and their neighbouring floats, exact multiples of the cell,
  * negative zero, huge magnitudes up to 1e30, subnormals, repeated points),
- * radii from 0 to wide spreads, a thread count, a hash table size and a
- * contact limit. Every kernel must then return exactly naive's sorted
- * contacts, or naive's refusal with the same status and message;
- * grid_dense may also refuse for its own memory cap. Anything else aborts.
- * grid_sorted's ns_index_count must equal the number of contacts.
+ * radii from 0 to wide spreads, anywhere in the exact range [2^-60, 2^60],
+ * at its bounds and outside it (any finite float), a thread count, a hash
+ * table size and a contact limit. naive must refuse (NS_ERR_INVALID_INPUT)
+ * exactly the sets with a radius outside the range; every kernel must then
+ * return exactly naive's sorted contacts, or naive's refusal with the same
+ * status and message; grid_dense may also refuse for its own memory cap.
+ * Anything else aborts. grid_sorted's ns_index_count must equal the number
+ * of contacts.
  *
  * Built with libFuzzer (preset fuzz) or, for ctest, with replay.c's main. */
 #include "nsearch.h"
@@ -85,6 +88,12 @@ static float coordinate(reader *r, float cell, const float *previous)
     }
 }
 
+/* The radii the contact test is exact for: 0 or [2^-60, 2^60]. */
+static bool in_range(float r)
+{
+    return r == 0.0f || (r >= 0x1p-60f && r <= 0x1p60f);
+}
+
 static float radius(reader *r, uint8_t mode)
 {
     uint8_t b = byte(r);
@@ -92,10 +101,24 @@ static float radius(reader *r, uint8_t mode)
     case 0: /* one size */ return 0.5f;
     case 1: /* zero or small */ return b % 4 == 0 ? 0.0f : (float)(b % 16) / 16.0f;
     case 2: /* spread over 1000:1 */ return 0.001f * (float)(1u << (b % 11));
-    default: /* any finite non-negative float */
-    {
-        float f = from_bits(word(r) & 0x7fffffffu);
-        return isfinite(f) ? f : 1.0f;
+    default: {
+        uint32_t w = word(r);
+        switch (b % 4) {
+        case 0: { /* any finite non-negative float: mostly outside the range */
+            float f = from_bits(w & 0x7fffffffu);
+            return isfinite(f) ? f : 1.0f;
+        }
+        case 1: { /* the range's bounds, and the floats either side */
+            static const float bounds[] = {
+                0.0f,           0x1p-60f,      0x1p60f, 0x1.fffffep-61f, 0x1.000002p-60f,
+                0x1.fffffep59f, 0x1.000002p60f};
+            return bounds[w % 7];
+        }
+        default: { /* anywhere in the range: exponent -60 to 59, any mantissa */
+            uint32_t exponent = 127 - 60 + (w >> 23) % 120;
+            return from_bits(exponent << 23 | (w & 0x7fffffu));
+        }
+        }
     }
     }
 }
@@ -137,6 +160,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rad[i] = radius(&r, radius_mode);
     }
     ns_particles p = {n, pos, uniform ? NULL : rad, uniform ? radius(&r, radius_mode) : 0.0f};
+    bool valid = uniform ? in_range(p.radius_uniform) : true;
+    for (size_t i = 0; i < n && !uniform; i++)
+        valid &= in_range(rad[i]);
 
     ns_contact_list ref, got;
     ns_contact_list_init(&ref);
@@ -145,8 +171,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ns_status ref_status = ns_find_contacts(ns_kernel_find("naive"), &p, &cfg, &ref, &ref_err);
     if (ref_status == NS_OK)
         ns_contact_list_sort(&ref);
-    else if (ref_status == NS_ERR_INVALID_INPUT || ref_status == NS_ERR_INVALID_ARGUMENT)
+    if (valid && (ref_status == NS_ERR_INVALID_INPUT || ref_status == NS_ERR_INVALID_ARGUMENT))
         die("naive rejected a valid particle set", "naive", n, ref_err.message);
+    if (!valid && ref_status != NS_ERR_INVALID_INPUT)
+        die("naive accepted a radius outside [2^-60, 2^60]", "naive", n,
+            ref_status == NS_OK ? "" : ref_err.message);
 
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         const ns_kernel *kernel = ns_kernel_at(k);

@@ -82,6 +82,14 @@ def main():
         "nul": "1,2,3\n\0,4,5\n",
         "long-line": "1," * 1000 + "1\n",
         "spaces": "   \t\n  1 ,\t2 , 3  \n",
+        "bom": "\xef\xbb\xbfx,y,z,r\r\n1,2,3,4\r\n",
+        "bom-late": "1,2,3\n\xef\xbb\xbf4,5,6\n",
+        "nul-late": "x,y,z\n1,2,3\n# c\n4,5\0,6\n",
+        "control-bytes": "1,2,\x1b[2J\n",
+        "long-number": "1." + "0" * 300 + "1,0." + "0" * 300 + "1,-3\n",
+        "line-map": "\n# c\n\nx,y,z\n\n1,2,3\n# c\n4,5,6\n\n\n7,8,9\n# end\n\n",
+        "tiny-radius": "0,0,0,1e-30\n1,0,0,0\n",
+        "over-limit": "1,2," + " " * 65533 + "3\n",
     }
     for name, text in files.items():
         write("reader", name, text.encode("latin-1"))

@@ -1,0 +1,287 @@
+/* output.c - where the tool writes (see output.h). */
+#define _DEFAULT_SOURCE /* realpath, fchown, getxattr */
+
+#include "output.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* The one temporary file a run may have, for the signal handler. */
+static char temp_path[PATH_MAX + 16];
+static char target_path[PATH_MAX + 1];
+static volatile sig_atomic_t temp_active = 0;
+static sigset_t exit_signals;
+
+/* The signals whose default action ends the process and that a program may
+ * catch. Faults of the program itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP, SIGSYS) are left to their default: a crash leaves its temporary
+ * behind but never touches the target. */
+static const int ending_signals[] = {
+    SIGHUP,  SIGINT,    SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+    SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGABRT,
+#ifdef SIGPOLL
+    SIGPOLL,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+};
+
+static void on_signal(int sig)
+{
+    if (temp_active)
+        unlink(temp_path);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns: the process ends by sig */
+}
+
+/* exit() from anywhere (the OpenMP runtime's fatal errors call it). */
+static void on_exit_remove(void)
+{
+    if (temp_active)
+        unlink(temp_path);
+    temp_active = 0;
+}
+
+static void catch_signal(int sig)
+{
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+        return; /* ignored by whoever started us (nohup): stays ignored */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_mask = exit_signals;
+    sigaction(sig, &sa, NULL);
+}
+
+void output_init(void)
+{
+    sigemptyset(&exit_signals);
+    size_t count = sizeof ending_signals / sizeof ending_signals[0];
+    for (size_t k = 0; k < count; k++)
+        sigaddset(&exit_signals, ending_signals[k]);
+#if defined(SIGRTMIN) && defined(SIGRTMAX)
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        sigaddset(&exit_signals, sig);
+#endif
+    for (size_t k = 0; k < count; k++)
+        catch_signal(ending_signals[k]);
+#if defined(SIGRTMIN) && defined(SIGRTMAX)
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        catch_signal(sig);
+#endif
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+    atexit(on_exit_remove);
+}
+
+const char *output_name(const output *o)
+{
+    return o->path ? o->path : "standard output";
+}
+
+static bool is_stdout_file(const struct stat *st)
+{
+    struct stat out;
+    return fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == st->st_dev && out.st_ino == st->st_ino;
+}
+
+/* The temporary: ".NAME.tmp.XXXXXX" in the target's folder, NAME cut so the
+ * temporary's name stays within the 255 bytes a file name may have. */
+static bool temp_name(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    int dir_len = slash ? (int)(slash - target + 1) : 0;
+    int base_len = (int)strlen(base);
+    if (base_len > 200)
+        base_len = 200;
+    return snprintf(temp_path, sizeof temp_path, "%.*s.%.*s.tmp.XXXXXX", dir_len, target, base_len,
+                    base) < (int)sizeof temp_path;
+}
+
+static int refuse(const char *path, const char *fmt, const char *detail)
+{
+    char what[256];
+    snprintf(what, sizeof what, fmt, detail);
+    cli_say("%s: %s", path, what);
+    return 1;
+}
+
+/* An existing regular file that a new file may replace, keeping its mode,
+ * owner and group; else the refusal's exit status. */
+static int check_replaceable(const char *path, const char *target, const struct stat *st)
+{
+    if (st->st_nlink > 1) {
+        char links[32];
+        snprintf(links, sizeof links, "%ju", (uintmax_t)st->st_nlink);
+        return refuse(path,
+                      "the file has %s hard links: a new file would break them and writing in "
+                      "place could leave it half-written; write elsewhere",
+                      links);
+    }
+    if (access(target, W_OK) != 0)
+        return refuse(path, "cannot replace it: %s", strerror(errno));
+    if (getxattr(target, "system.posix_acl_access", NULL, 0) >= 0)
+        return refuse(path, "%s",
+                      "the file has an access control list, which a new file would not keep; "
+                      "write elsewhere");
+    return 0;
+}
+
+int output_open(output *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    if (!path || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return 0;
+    }
+    o->path = path;
+    struct stat lst, st;
+    bool exists = lstat(path, &lst) == 0;
+    if (!exists && errno != ENOENT)
+        return refuse(path, "%s", strerror(errno));
+    const char *target = path;
+    if (exists && S_ISLNK(lst.st_mode)) {
+        if (stat(path, &st) != 0)
+            return refuse(path, "a symbolic link to nothing that can be written (%s)",
+                          strerror(errno));
+        if (!realpath(path, target_path))
+            return refuse(path, "cannot follow the symbolic link: %s", strerror(errno));
+        target = target_path;
+    } else {
+        st = lst;
+    }
+    if (exists && is_stdout_file(&st)) {
+        o->f = stdout; /* /dev/stdout, or another name of what standard output is */
+        return 0;
+    }
+    bool replace = !exists || S_ISREG(st.st_mode);
+    if (exists && S_ISDIR(st.st_mode))
+        return refuse(path, "%s", "is a folder");
+    if (exists && S_ISBLK(st.st_mode))
+        return refuse(path, "%s", "is a block device (a disk): nsearch does not write to disks");
+    if (!replace && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+        return refuse(path, "%s", "is neither a regular file, a character device nor a FIFO");
+
+    if (!replace) {
+        /* written directly: a character device, a FIFO (waits for its reader) */
+        int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            return refuse(path, "cannot open it for writing: %s", strerror(errno));
+        o->f = fdopen(fd, "wb");
+        if (!o->f) {
+            close(fd);
+            return refuse(path, "%s", strerror(errno));
+        }
+        o->own_file = true;
+        return 0;
+    }
+    if (exists) {
+        int rc = check_replaceable(path, target, &st);
+        if (rc)
+            return rc;
+    }
+    if (!temp_name(target))
+        return refuse(path, "%s", "the path is too long");
+    if (target != target_path)
+        snprintf(target_path, sizeof target_path, "%s", target);
+
+    /* A signal between mkstemp and temp_active = 1 would leave the file
+     * behind: it waits until both are done. */
+    sigset_t previous;
+    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
+    int fd = mkstemp(temp_path);
+    int saved = errno;
+    temp_active = fd >= 0;
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+    if (fd < 0)
+        return refuse(path, "cannot create a file in its folder: %s", strerror(saved));
+    o->replace = true;
+    o->own_file = true;
+    /* mkstemp made it 0600 and ours: now the target's owner, group and mode
+     * (chown first, since it clears the set-id bits), or what a new file gets. */
+    if (exists && (st.st_uid != geteuid() || st.st_gid != getegid()) &&
+        fchown(fd, st.st_uid, st.st_gid) != 0) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path,
+                      "cannot give a new file the owner and group of this one (%s); refusing to "
+                      "change who can read it: write elsewhere",
+                      strerror(saved));
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path, "cannot set the mode of the new file: %s", strerror(saved));
+    }
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path, "%s", strerror(saved));
+    }
+    return 0;
+}
+
+void output_discard(output *o)
+{
+    if (o->f && o->own_file)
+        fclose(o->f);
+    o->f = NULL;
+    if (o->replace && temp_active) {
+        unlink(temp_path);
+        temp_active = 0;
+    }
+    o->replace = false;
+}
+
+bool output_commit(output *o, bool last)
+{
+    FILE *f = o->f;
+    o->f = NULL;
+    int failed = fflush(f) != 0 || ferror(f);
+    int saved = errno;
+    if (!failed && o->replace && fsync(fileno(f)) != 0)
+        failed = 1, saved = errno;
+    if (o->own_file && fclose(f) != 0 && !failed)
+        failed = 1, saved = errno;
+    if (failed) {
+        cli_say("%s: cannot write: %s", output_name(o), strerror(saved));
+        o->own_file = false;
+        output_discard(o);
+        return false;
+    }
+    if (!o->replace)
+        return true;
+    sigset_t previous;
+    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
+    if (rename(temp_path, target_path) != 0) {
+        saved = errno;
+        unlink(temp_path);
+        temp_active = 0;
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+        cli_say("%s: cannot replace it: %s", output_name(o), strerror(saved));
+        return false;
+    }
+    temp_active = 0;
+    o->replace = false;
+    if (!last)
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+    return true;
+}

@@ -1,0 +1,254 @@
+/* pairs.c - `nsearch pairs`: a particle file in, its contacts out. */
+#include "cli.h"
+#include "output.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char pairs_help[] =
+    "Usage: nsearch pairs --kernel NAME --input FILE [--radius R] [--threads T]\n"
+    "                     [--table-size M] [--max-contacts C] [--output FILE]\n"
+    "                     [--format csv|bin] [--check] [--stats]\n"
+    "Reads particles, finds every contact with a kernel, writes the contacts.\n"
+    "\n"
+    "  --kernel NAME     the kernel (see 'nsearch kernels')\n"
+    "  --input FILE      the particle file ('-': standard input): lines x,y,z or x,y,z,r\n"
+    "                    (commas, spaces allowed around fields); blank and # lines skipped;\n"
+    "                    an optional first line x,y,z or x,y,z,r; particles numbered from 0\n"
+    "                    in file order\n"
+    "  --radius R        every particle's radius: required for a 3-column file, an error\n"
+    "                    for a 4-column one; read exactly as a number of the file\n"
+    "  --threads T       threads for parallel kernels (1 to 8 per processor; default:\n"
+    "                    OpenMP's, i.e. OMP_NUM_THREADS, within the same limit)\n"
+    "  --table-size M    buckets of the hash kernels' table (M >= 1; default 2n; more than\n"
+    "                    the library's limit for n is reduced to it); accepted and ignored\n"
+    "                    by the other kernels\n"
+    "  --max-contacts C  stop with exit 1 when there are more than C contacts (1 to 2^31;\n"
+    "                    default: a quarter of the machine's memory in contacts of 24 bytes,\n"
+    "                    at most 2^31); kernels that count first (grid_sorted) stop before\n"
+    "                    writing any\n"
+    "  --output FILE     write to FILE instead of standard output ('-': standard output); a\n"
+    "                    regular file is replaced only when complete, keeping its mode and\n"
+    "                    owner; a device or FIFO is written directly (README, 'Output files')\n"
+    "  --format csv|bin  csv (default): the line i,j,overlap,nx,ny,nz then one contact per\n"
+    "                    line, i<j, sorted by i then j, numbers as %.9g. bin: little-endian,\n"
+    "                    a 24-byte header (the 8 bytes NSCONTAC, uint32 version 1, uint32\n"
+    "                    record size 24, uint64 record count), then per contact uint32 i,\n"
+    "                    uint32 j, float overlap, nx, ny, nz\n"
+    "  --check           also run naive and compare: prints VALID or INVALID (and the first\n"
+    "                    differences) on standard error; exit 3 when they differ, and then\n"
+    "                    an output file is left as it was\n"
+    "  --stats           print counts, times (ms) and the index's memory on standard error\n";
+
+/* Runs a kernel; on failure says why (with the particle's line) and returns
+ * the exit status, else 0. */
+static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
+                  ns_contact_list *contacts, const char *path, const ns_particle_file *file,
+                  double *build_ms, double *query_ms, size_t *index_bytes)
+{
+    ns_error err;
+    ns_index *index;
+    ns_status s = ns_index_create(k, cfg, &index, &err);
+    double t0 = cli_now_ms();
+    if (s == NS_OK)
+        s = ns_index_build(index, p, &err);
+    double t1 = cli_now_ms();
+    if (s == NS_OK)
+        s = ns_index_query(index, contacts, &err);
+    double t2 = cli_now_ms();
+    if (s == NS_OK) {
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        if (build_ms)
+            *build_ms = t1 - t0, *query_ms = t2 - t1, *index_bytes = info.bytes;
+        ns_index_destroy(index);
+        return 0;
+    }
+    ns_index_destroy(index);
+    cli_say_particle_error(path, file, k->name, &err);
+    return cli_exit_status(s);
+}
+
+static void print_contact(const char *label, const ns_contact *c)
+{
+    fprintf(stderr, "  %s: %u,%u,%.9g,%.9g,%.9g,%.9g\n", label, (unsigned)c->i, (unsigned)c->j,
+            (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
+}
+
+/* --check: exact comparison of sorted lists; prints VALID or INVALID. */
+static bool same_contacts(const char *kernel, const ns_contact_list *ref,
+                          const ns_contact_list *got)
+{
+    size_t shown = 0, differ = 0;
+    size_t a = 0, b = 0;
+    while (a < ref->count || b < got->count) {
+        const ns_contact *x = a < ref->count ? &ref->items[a] : NULL;
+        const ns_contact *y = b < got->count ? &got->items[b] : NULL;
+        bool x_first = x && (!y || x->i < y->i || (x->i == y->i && x->j < y->j));
+        bool y_first = y && (!x || y->i < x->i || (y->i == x->i && y->j < x->j));
+        if (!x_first && !y_first && memcmp(x, y, sizeof *x) == 0) {
+            a++, b++;
+            continue;
+        }
+        if (differ++ == 0)
+            fprintf(stderr, "INVALID: %s differs from naive\n", kernel);
+        if (shown++ < 5) {
+            if (!y_first)
+                print_contact("naive   ", x);
+            if (!x_first)
+                print_contact(kernel, y);
+        }
+        a += !y_first;
+        b += !x_first;
+    }
+    if (differ)
+        fprintf(stderr, "INVALID: %zu differences (naive %zu contacts, %s %zu)\n", differ,
+                ref->count, kernel, got->count);
+    else
+        fprintf(stderr, "VALID: %s matches naive exactly (%zu contacts)\n", kernel, ref->count);
+    return differ == 0;
+}
+
+int cli_pairs(int argc, char **argv)
+{
+    enum {
+        KERNEL,
+        INPUT,
+        RADIUS,
+        THREADS,
+        TABLE,
+        MAX_CONTACTS,
+        OUTPUT,
+        FORMAT,
+        CHECK,
+        STATS,
+        NOPTS
+    };
+    opt opts[NOPTS] = {OPT_TEXT_ENTRY("--kernel"),
+                       OPT_TEXT_ENTRY("--input"),
+                       OPT_FLOAT_ENTRY("--radius", 0.0f, FLT_MAX),
+                       cli_threads_option(),
+                       OPT_COUNT_ENTRY("--table-size", 1, UINT32_MAX),
+                       OPT_COUNT_ENTRY("--max-contacts", 1, NS_MAX_CONTACTS),
+                       OPT_TEXT_ENTRY("--output"),
+                       OPT_TEXT_ENTRY("--format"),
+                       OPT_FLAG_ENTRY("--check"),
+                       OPT_FLAG_ENTRY("--stats")};
+    cli_parse(argc, argv, opts, NOPTS, pairs_help);
+    if (!opts[KERNEL].given || !opts[INPUT].given)
+        cli_usage_error("%s is required", opts[KERNEL].given ? "--input" : "--kernel");
+    const ns_kernel *kernel = cli_kernel(opts[KERNEL].text);
+    ns_config cfg = ns_config_default();
+    if (opts[THREADS].given) {
+        cfg.threads = (int)opts[THREADS].count;
+        omp_set_num_threads(cfg.threads);
+    }
+    cfg.table_size = (size_t)opts[TABLE].count;
+    cfg.max_contacts = (size_t)opts[MAX_CONTACTS].count;
+    ns_format format = NS_FORMAT_CSV;
+    if (opts[FORMAT].given && strcmp(opts[FORMAT].text, "bin") == 0)
+        format = NS_FORMAT_BIN;
+    else if (opts[FORMAT].given && strcmp(opts[FORMAT].text, "csv") != 0) {
+        char shown[96];
+        opt_quote(shown, sizeof shown, opts[FORMAT].text, 40);
+        cli_usage_error("--format '%s' is neither csv nor bin", shown);
+    }
+    const char *path = opts[INPUT].text;
+
+    /* where the contacts go: checked before anything is read or searched */
+    output out;
+    int rc = output_open(&out, opts[OUTPUT].text);
+    if (rc)
+        return rc;
+
+    /* read */
+    double t0 = cli_now_ms();
+    ns_particle_file file = {0};
+    ns_contact_list contacts;
+    ns_contact_list_init(&contacts);
+    rc = cli_read_particles(path, &file);
+    if (rc)
+        goto done;
+    double read_ms = cli_now_ms() - t0;
+    if (file.columns == 3 && !opts[RADIUS].given) {
+        cli_say("%s: the particles have no radius column (x,y,z): give --radius R", path);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if (file.columns == 4 && opts[RADIUS].given) {
+        cli_say("%s: the particles have radii (x,y,z,r): --radius is only for x,y,z files", path);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    ns_particles p = {file.n, file.pos, file.radius, opts[RADIUS].number};
+
+    /* search */
+    double build_ms, query_ms;
+    size_t index_bytes;
+    rc = search(kernel, &p, &cfg, &contacts, path, &file, &build_ms, &query_ms, &index_bytes);
+    if (rc)
+        goto done;
+    double t1 = cli_now_ms();
+    ns_contact_list_sort(&contacts);
+    double sort_ms = cli_now_ms() - t1;
+    /* For the tests of --check (tests/cli): NSEARCH_TEST_CORRUPT=1 changes one
+     * contact, as a wrong kernel would. */
+    const char *corrupt = getenv("NSEARCH_TEST_CORRUPT");
+    if (corrupt && strcmp(corrupt, "1") == 0 && contacts.count)
+        contacts.items[0].overlap = nextafterf(contacts.items[0].overlap, INFINITY);
+
+    bool valid = true;
+    if (opts[CHECK].given) {
+        ns_contact_list ref;
+        ns_contact_list_init(&ref);
+        rc = search(ns_kernel_find("naive"), &p, &cfg, &ref, path, &file, NULL, NULL, NULL);
+        if (rc == 0) {
+            ns_contact_list_sort(&ref);
+            valid = same_contacts(kernel->name, &ref, &contacts);
+        }
+        ns_contact_list_free(&ref);
+        if (rc)
+            goto done;
+    }
+
+    /* write: a difference found by --check leaves an output file as it was */
+    double t2 = cli_now_ms();
+    ns_error err;
+    if (!valid && out.replace) {
+        rc = EXIT_INVALID;
+    } else if (ns_contacts_write(out.f, &contacts, format, &err) != NS_OK) {
+        cli_say("%s: %s", output_name(&out), err.message);
+        rc = EXIT_FAIL;
+    } else if (!output_commit(&out, true)) {
+        rc = EXIT_FAIL;
+    } else {
+        rc = valid ? 0 : EXIT_INVALID;
+    }
+    double write_ms = cli_now_ms() - t2;
+
+    if (opts[STATS].given && rc != EXIT_FAIL) {
+        fprintf(stderr,
+                "particles          %zu\n"
+                "contacts           %zu\n"
+                "contacts/particle  %.3f\n"
+                "read ms            %.3f\n"
+                "build ms           %.3f\n"
+                "query ms           %.3f\n"
+                "sort ms            %.3f\n"
+                "write ms           %.3f\n"
+                "index bytes        %zu\n"
+                "kernel             %s (%d threads)\n",
+                p.n, contacts.count, p.n ? 2.0 * (double)contacts.count / (double)p.n : 0.0,
+                read_ms, build_ms, query_ms, sort_ms, write_ms, index_bytes, kernel->name,
+                kernel->parallel ? (cfg.threads ? cfg.threads : omp_get_max_threads()) : 1);
+    }
+done:
+    output_discard(&out); /* nothing left to drop after a commit */
+    ns_contact_list_free(&contacts);
+    ns_particle_file_free(&file);
+    return rc;
+}

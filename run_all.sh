@@ -10,9 +10,11 @@ usage() {
     cat <<'USAGE'
 Usage:
   ./run_all.sh [SWEEP OPTIONS]                 build, run the sweep, write results, figures, summary
-  ./run_all.sh --quick [SWEEP OPTIONS]         a reduced sweep (n <= 20,000, 3 short repetitions)
-  ./run_all.sh --resume [SWEEP OPTIONS]        continue the latest interrupted run of this commit
-                                               with the same options
+  ./run_all.sh --quick [SWEEP OPTIONS]         a reduced sweep (n <= 20,000; 2 rounds of 3 short
+                                               repetitions)
+  ./run_all.sh --resume [SWEEP OPTIONS]        continue the latest interrupted run (refused when
+                                               it was made at another commit, with other options
+                                               or on another CPU model)
   ./run_all.sh --sim [SIM OPTIONS]             the particle simulation: frame rate per kernel vs
                                                n (sim_fps figure) and an animation of a pile
                                                settling (sim_settle.gif)
@@ -20,9 +22,13 @@ Usage:
   ./run_all.sh --plots A.json [B.json ...] [--out DIR]
                                                redraw every figure from existing results (several
                                                files: the machines side by side too)
-  ./run_all.sh --compare A.json B.json [--out DIR]
+  ./run_all.sh --compare A.json B.json [--out DIR] [--band 0.05] [--allow-different-builds]
                                                compare two result files, configuration by
-                                               configuration: ratio of medians, U-test
+                                               configuration: ratio of medians B/A with its
+                                               95% interval and a verdict (faster, slower,
+                                               equivalent within the band, inconclusive);
+                                               refused when commit or flags differ unless
+                                               --allow-different-builds
   ./run_all.sh --help
 
 Sweep options:
@@ -31,7 +37,11 @@ Sweep options:
   --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
   --max-n N           the largest n (default 100,000; more extends the sweep of the
                       non-quadratic kernels to 200k, 500k, 1M, ... N)
-  --repetitions R     repetitions per configuration (default 5; 3 with --quick)
+  --rounds R          independent rounds: every configuration is measured in R separate
+                      processes, each round in its own shuffled order (default 3; 2 with
+                      --quick)
+  --repetitions N     repetitions per configuration and process (default 3)
+  --min-time S        seconds per repetition (default Google Benchmark's; 0.05 with --quick)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)
@@ -44,9 +54,10 @@ The sweep's settled workload, and every --sim run, start from settled piles kept
 results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
 
 A run writes everything under results/<host>/<UTC timestamp>/: bench.json (Google
-Benchmark's JSON, every repetition), bench.tsv (one row per configuration),
-summary.md, figures/*.png and *.svg, and parts/ (one JSON per workload and n, so an
-interruption loses nothing measured). A --sim run writes results/<host>/<UTC
+Benchmark's JSON: every repetition with its round, every process's context),
+bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.json
+(commit, options, CPU model), and parts/ (one JSON per round, workload, n and thread
+count, so an interruption loses nothing measured). A --sim run writes results/<host>/<UTC
 timestamp>-sim/: sim.tsv (one row per run), sim_summary.md, figures/sim_fps.png, .svg
 and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
 differ from the reference, 2 on a usage error.
@@ -60,8 +71,10 @@ log() { printf '[run_all] %s\n' "$*"; }
 die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
-SWEEP_PACKAGES=(python3 jq gnuplot-nox)
-COMPARE_PACKAGES=(python3 python3-scipy python3-numpy libbenchmark-tools)
+SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
+# Debian's python, which has Debian's numpy and scipy (another python3 may come first on PATH)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound)
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
 
@@ -94,7 +107,7 @@ build_release() {
 }
 
 run_tests() {
-    ensure_packages "${SWEEP_PACKAGES[@]}" "${COMPARE_PACKAGES[@]}" # the plots tests
+    ensure_packages "${SWEEP_PACKAGES[@]}" # the plots and stats tests
     build_release
     log "running ctest"
     ctest --preset release -j "$(jobs)"
@@ -110,7 +123,7 @@ draw() {
     local data
     data=$(mktemp -d)
     mkdir -p "$out"
-    python3 "$ROOT/harness/results.py" plotdata "$@" --out "$data"
+    "$PY" "$ROOT/harness/results.py" plotdata "$@" --out "$data"
     local figures=("${FIGURES[@]}")
     [ $# -gt 1 ] && figures+=(machines)
     local f fmt skipped=() drawn=()
@@ -153,29 +166,32 @@ plots_mode() {
     draw "${OUT:-$(dirname "${FILES[0]}")/figures}" "${FILES[@]}"
 }
 
-# --compare A.json B.json [--out DIR]
+# --compare A.json B.json [--out DIR] [--band B] [--allow-different-builds]:
+# harness/compare.py (ratios of medians with bootstrap intervals and verdicts),
+# then the figure.
 compare_mode() {
-    parse_files --compare "$@"
-    local files=("${FILES[@]}") out=$OUT
+    local files=() out="" extra=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
+            --band) [ $# -ge 2 ] || die "--band needs a value"; extra+=(--band "$2"); shift ;;
+            --allow-different-builds) extra+=("$1") ;;
+            -*) die "unknown option for --compare: $1" ;;
+            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
+        esac
+        shift
+    done
     [ ${#files[@]} -eq 2 ] || die "--compare needs exactly two results files"
-    ensure_packages "${SWEEP_PACKAGES[@]}" "${COMPARE_PACKAGES[@]}"
+    ensure_packages "${SWEEP_PACKAGES[@]}"
     out=${out:-$(dirname "${files[1]}")/compare}
     mkdir -p "$out"
-    local compare
-    compare=$(dpkg -L libbenchmark-tools | grep '/compare\.py$' | head -n 1)
-    [ -n "$compare" ] || die "compare.py not found in libbenchmark-tools"
-    python3 "$ROOT/harness/results.py" pair "${files[0]}" "${files[1]}" --out "$out"
-    # Debian's python packages (scipy) are seen by the system python
-    /usr/bin/python3 "$compare" -a --no-color --dump_to_json "$out/compare.json" benchmarks \
-        "$out/a.json" "$out/b.json" | tee "$out/compare.txt"
-    python3 "$ROOT/harness/results.py" ratios "$out/compare.json" "$out/a.json" "$out/b.json" \
-        --out "$out/data"
+    "$PY" "$ROOT/harness/compare.py" "${files[0]}" "${files[1]}" --out "$out" "${extra[@]}"
     local fmt
     for fmt in png svg; do
         gnuplot -e "data='$out/data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
             "$ROOT/plots/compare.gp" || die "gnuplot failed on plots/compare.gp"
     done
-    log "comparison: $out/compare.txt, $out/compare.png, $out/compare.svg"
+    log "comparison: $out/compare.txt, compare.tsv, compare.png, compare.svg"
 }
 
 # A settled pile of n particles from the cache (made once): prints its path.
@@ -260,14 +276,14 @@ sim_mode() {
     mv "$tsv.tmp" "$tsv"
     local data
     data=$(mktemp -d)
-    python3 harness/sim_results.py data "$tsv" --out "$data"
+    "$PY" harness/sim_results.py data "$tsv" --out "$data"
     local fmt
     for fmt in png svg; do
         gnuplot -e "data='$data'; out='$dir/figures'; fmt='$fmt'; plots='$ROOT/plots'" \
             plots/sim_fps.gp || die "gnuplot failed on plots/sim_fps.gp"
     done
     rm -rf "$data"
-    python3 harness/sim_results.py summary "$tsv" --markdown >"$dir/sim_summary.md"
+    "$PY" harness/sim_results.py summary "$tsv" --markdown >"$dir/sim_summary.md"
     if [ "$gif_n" -gt 0 ]; then
         local frames_dir
         frames_dir=$(mktemp -d)
@@ -279,120 +295,30 @@ sim_mode() {
         rm -rf "$frames_dir"
     fi
     echo
-    python3 harness/sim_results.py summary "$tsv"
+    "$PY" harness/sim_results.py summary "$tsv"
     log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"
 }
 
-# The sweep: one nsearch-bench process per (workload, n), merged at the end.
+# The sweep: harness/sweep.py runs the rounds of nsearch-bench processes and
+# merges them (it checks the sweep options: a usage error exits 2); then the
+# table, the summary and the figures.
 sweep_mode() {
-    local quick=0 resume=0 reps="" args=()
-    while [ $# -gt 0 ]; do
-        case "$1" in
-            --quick) quick=1 ;;
-            --resume) resume=1 ;;
-            --kernels|--workloads|--threads|--max-n)
-                [ $# -ge 2 ] || die "$1 needs a value"; args+=("$1" "$2"); shift ;;
-            --repetitions)
-                [ $# -ge 2 ] || die "$1 needs a value"
-                [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--repetitions '$2' is not a whole number >= 1"
-                reps=$2; shift ;;
-            *) usage >&2; die "unknown option: $1" ;;
-        esac
-        shift
-    done
-    local min_time=""
-    if [ $quick -eq 1 ]; then
-        reps=${reps:-3}
-        min_time=0.05
-        [[ " ${args[*]} " == *" --max-n "* ]] || args+=(--max-n 20000)
-    fi
-    reps=${reps:-5}
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
-    local bench=build/release/nsearch-bench
-    args+=(--cache-dir "$CACHE")
-    local commit flags
-    commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-    flags="quick=$quick reps=$reps ${args[*]}"
-
-    local host dir=""
-    host=$(hostname)
-    if [ $resume -eq 1 ]; then
-        local d
-        for d in $(ls -d "results/$host"/*/ 2>/dev/null | sort -r); do
-            if [ -f "$d/run.conf" ] && [ ! -f "$d/bench.json" ] &&
-                [ "$(cat "$d/run.conf")" = "$(printf 'commit=%s\nflags=%s' "$commit" "$flags")" ]; then
-                dir=${d%/}
-                break
-            fi
-        done
-        [ -n "$dir" ] || die "--resume: no unfinished run of commit ${commit:0:12} with options '$flags' under results/$host/"
-        rm -f "$dir"/parts/*.tmp
-        log "resuming $dir"
-    else
-        dir="results/$host/$(date -u +%Y%m%dT%H%M%SZ)"
-        mkdir -p "$dir/parts"
-        printf 'commit=%s\nflags=%s' "$commit" "$flags" >"$dir/run.conf"
-    fi
-
-    # the configurations, grouped by workload and n (each group shares one reference)
-    local names groups
-    names=$("$bench" "${args[@]}" --benchmark_list_tests | sed 's|/manual_time$||')
-    groups=$(printf '%s\n' "$names" | awk -F/ '{ g = $2 "/" $3; if (!(g in seen)) { seen[g] = 1; print g } }')
-    local total done_count=0 group_count i=0 status=0 start=$SECONDS
-    total=$(printf '%s\n' "$names" | wc -l)
-    group_count=$(printf '%s\n' "$groups" | wc -l)
-    log "$total configurations in $group_count groups, $reps repetitions, into $dir ($(nproc) cores)"
-    local load
-    load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
-    awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }' &&
-        log "WARNING: load average $load is above half the cores: timings will be disturbed"
-
-    local gb_flags=(--benchmark_repetitions="$reps" --benchmark_display_aggregates_only=true)
-    [ -n "$min_time" ] && gb_flags+=(--benchmark_min_time="$min_time")
-    local g part count
-    for g in $groups; do
-        i=$((i + 1))
-        part="$dir/parts/$(printf '%03d' "$i")"
-        count=$(printf '%s\n' "$names" | awk -F/ -v g="$g" '$2 "/" $3 == g' | wc -l)
-        if [ -f "$part.json" ]; then
-            done_count=$((done_count + count))
-            continue
-        fi
-        local filter="^[^/]+/${g%%/*}/${g#*/}/threads:[0-9]+/"
-        local rc=0
-        "$bench" "${args[@]}" "${gb_flags[@]}" --benchmark_filter="$filter" \
-            --benchmark_out="$part.json.tmp" --benchmark_out_format=json >"$part.log" 2>&1 || rc=$?
-        if [ ! -s "$part.json.tmp" ]; then
-            tail -n 5 "$part.log" >&2
-            die "nsearch-bench failed on $g (exit $rc; log: $part.log)"
-        fi
-        mv "$part.json.tmp" "$part.json"
-        [ $rc -eq 0 ] || status=1
-        # progress, one line per configuration of the group
-        local elapsed=$((SECONDS - start)) line
-        while IFS= read -r line; do
-            done_count=$((done_count + 1))
-            local left=$(((total - done_count) * elapsed / (done_count > 0 ? done_count : 1)))
-            printf '[%d/%d] %s (elapsed %s, about %s left)\n' "$done_count" "$total" "$line" \
-                "$(duration "$elapsed")" "$(duration "$left")"
-        done < <(jq -r '.benchmarks[] | select(.error_occurred or .aggregate_name == "median" or
-                        (.run_type == "iteration" and .repetitions == 1))
-                 | (.run_name | sub("/manual_time$"; "")) + " ... " + (if .error_occurred then .error_message
-                                         else ((.real_time * 1000 | round) / 1000 | tostring) + " ms" end)' \
-                    "$part.json" | awk '!seen[$0]++')
-    done
-
-    # merge, flatten, summarize, draw
-    jq -s '{context: .[0].context, benchmarks: (map(.benchmarks) | add)}' "$dir"/parts/*.json \
-        >"$dir/bench.json.tmp"
-    mv "$dir/bench.json.tmp" "$dir/bench.json"
-    python3 harness/results.py flatten "$dir/bench.json" >"$dir/bench.tsv"
-    python3 harness/results.py summary "$dir/bench.json" --markdown >"$dir/summary.md" || status=1
+    local dir_file status=0 dir
+    dir_file=$(mktemp)
+    "$PY" harness/sweep.py --bench build/release/nsearch-bench --results "results/$(hostname)" \
+        --cache-dir "$CACHE" --dir-file "$dir_file" "$@" || status=$?
+    dir=$(cat "$dir_file")
+    rm -f "$dir_file"
+    [ $status -ne 2 ] || exit 2
+    [ -n "$dir" ] || { log "FAILED: the sweep stopped (./run_all.sh --resume continues it)"; exit 1; }
+    "$PY" harness/results.py flatten "$dir/bench.json" >"$dir/bench.tsv"
+    "$PY" harness/results.py summary "$dir/bench.json" --markdown >"$dir/summary.md" || status=1
     draw "$dir/figures" "$dir/bench.json"
     echo
-    python3 harness/results.py summary "$dir/bench.json" || true
-    log "results: $dir (bench.json, bench.tsv, summary.md, figures/) in $(duration $((SECONDS - start)))"
+    "$PY" harness/results.py summary "$dir/bench.json" || true
+    log "results: $dir (bench.json, bench.tsv, summary.md, figures/)"
     [ $status -eq 0 ] || log "FAILED: some kernel's contacts differ from the reference (see summary)"
     return $status
 }

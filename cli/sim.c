@@ -1,5 +1,7 @@
 /* sim.c - `nsearch sim`: spheres falling into a box, frame times and
  * frame files, with any kernel. */
+#define _POSIX_C_SOURCE 200809L /* PATH_MAX */
+
 #include "cli.h"
 #include "output.h"
 

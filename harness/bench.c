@@ -9,13 +9,29 @@
  * them across frames. Not timed: generating the particles, the reference,
  * validation, sorting.
  *
- * One configuration is not a kernel: bound/workload/n:N/threads:T times
- * grid_sorted's build (its binning into sorted cells) plus ns_index_count,
- * its vectorised count of the contacts with no output: the floor for this
- * work on this machine, measured in the same run, that the summary and the
- * figures divide every kernel's time by. It is checked against the
- * reference's contact count. */
-#define _DEFAULT_SOURCE
+ * Two configurations are not kernels; both are registered beside the kernels
+ * of every workload and n, at every thread count of the run:
+ *  - bound/workload/n:N/threads:T times grid_sorted's build (its binning into
+ *    sorted cells) plus ns_index_count, its vectorised count of the contacts,
+ *    with no output. It is exactly that: one kernel's work minus writing the
+ *    contacts, a floor for that kernel, not a bound on what this machine can
+ *    do. The summary and the figures divide every kernel's time by it. It is
+ *    checked against the reference's contact count.
+ *  - write/workload/n:N/threads:T times streaming the reference's number of
+ *    contacts (24 bytes each) into an allocated, already written buffer with
+ *    T threads: the output every kernel must produce, at this machine's
+ *    memory bandwidth. It is checked by writing exactly that many contacts.
+ *
+ * Every repetition also records what disturbed it, read before its first and
+ * after its last timed iteration: steal_ms (CPU steal time of the whole
+ * machine, from /proc/stat), invol_csw and vol_csw (the process's involuntary
+ * and voluntary context switches, from getrusage).
+ *
+ * The results' context records the build and the machine (add_context).
+ * Google Benchmark's own library_build_type key says how Google Benchmark's
+ * library was compiled, not this harness or nsearch: build_type is ours,
+ * benchmark_library_build_type repeats Google Benchmark's under a clear name. */
+#define _GNU_SOURCE /* dl_iterate_phdr, sched_setaffinity */
 
 #include "bench_shim.h"
 
@@ -23,6 +39,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
+#include <sched.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,24 +49,34 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RESULTS_FORMAT_VERSION "1"
 #define REFERENCE_MAX_N 100000 /* naive is the reference up to here */
 #define SEED 1
-#define BOUND_NAME "bound"         /* the floor configuration */
+#define BOUND_NAME "bound"         /* grid_sorted's binning + count, no output */
 #define BOUND_KERNEL "grid_sorted" /* whose binning and count it times */
+#define WRITE_NAME "write"         /* streaming the reference's contacts to memory */
+#define WRITE_PATTERN 64           /* contacts repeated by write (a power of two) */
 
 static const size_t uniform_sizes[] = {100,  200,   500,   1000,  2000,
                                        5000, 10000, 20000, 50000, 100000};
 static const size_t other_sizes[] = {1000, 10000, 100000};
 static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 10000000};
 
+/* What a configuration times. */
+typedef enum config_kind {
+    KIND_KERNEL, /* build + query */
+    KIND_BOUND,  /* BOUND_KERNEL's build + count, no contacts written */
+    KIND_WRITE   /* the reference's contacts streamed into memory, no search */
+} config_kind;
+
 /* One benchmark configuration. */
 typedef struct config {
-    const ns_kernel *kernel; /* for bound: BOUND_KERNEL */
-    bool bound;              /* build + count, no contacts written */
+    const ns_kernel *kernel; /* for bound: BOUND_KERNEL; for write: NULL */
+    config_kind kind;
     const char *workload;
     size_t n;
     int threads;
@@ -275,20 +303,139 @@ static bool is_refusal(ns_status s)
     return s == NS_ERR_TOO_LARGE || s == NS_ERR_TOO_MANY_CONTACTS || s == NS_ERR_OUT_OF_MEMORY;
 }
 
-static void run_config(nsb_state *st, void *arg)
+/* What disturbs a repetition, read outside its timed iterations: the steal
+ * time of all CPUs together (the steal column of /proc/stat's cpu line, in
+ * clock ticks; 0 where it is not visible) and the process's context switches
+ * (all its threads: RUSAGE_SELF). */
+typedef struct disturbance {
+    unsigned long long steal_ticks;
+    long involuntary, voluntary;
+} disturbance;
+
+static disturbance disturbance_now(void)
 {
-    config *c = arg;
+    disturbance d = {0, 0, 0};
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8];
+    if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                    &v[4], &v[5], &v[6], &v[7]) == 8)
+        d.steal_ticks = v[7];
+    if (f)
+        fclose(f);
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) == 0) {
+        d.involuntary = u.ru_nivcsw;
+        d.voluntary = u.ru_nvcsw;
+    }
+    return d;
+}
+
+static void set_disturbance_counters(nsb_state *st, const disturbance *before,
+                                     const disturbance *after)
+{
+    long ticks_per_s = sysconf(_SC_CLK_TCK);
+    unsigned long long steal =
+        after->steal_ticks >= before->steal_ticks ? after->steal_ticks - before->steal_ticks : 0;
+    nsb_set_counter(st, "steal_ms",
+                    ticks_per_s > 0 ? 1e3 * (double)steal / (double)ticks_per_s : 0.0, NSB_PLAIN);
+    nsb_set_counter(st, "invol_csw", (double)(after->involuntary - before->involuntary), NSB_PLAIN);
+    nsb_set_counter(st, "vol_csw", (double)(after->voluntary - before->voluntary), NSB_PLAIN);
+}
+
+/* A configuration that cannot be timed: refused (allowed by DESIGN.md) or
+ * wrong. Its later repetitions are skipped with the same message. */
+static void fail_config(nsb_state *st, config *c, bool refusal)
+{
+    if (refusal)
+        n_refused++;
+    else
+        any_invalid = true, n_invalid++;
+    c->checked = -1;
+    nsb_skip_with_error(st, c->verdict);
+}
+
+/* write: out[k] = pattern[k mod WRITE_PATTERN] for every k, plain stores with
+ * `threads` threads, statically scheduled so each thread writes the pages it
+ * wrote before. */
+static void write_contacts(ns_contact *out, size_t count, const ns_contact *pattern, int threads)
+{
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t k = 0; k < count; k++)
+        out[k] = pattern[k & (WRITE_PATTERN - 1)];
+}
+
+static void run_write(nsb_state *st, config *c)
+{
+    size_t count = cache.reference.count;
+    ns_contact pattern[WRITE_PATTERN];
+    for (size_t k = 0; k < WRITE_PATTERN; k++) /* the reference's first contacts, if any */
+        pattern[k] = count ? cache.reference.items[k % count]
+                           : (ns_contact){(uint32_t)k, (uint32_t)k + 1, 0.0f, 1.0f, 0.0f, 0.0f};
+    ns_contact *out = malloc(count ? count * sizeof *out : 1);
+    if (!out) {
+        snprintf(c->verdict, sizeof c->verdict,
+                 "refused: no memory for %zu contacts (%zu bytes) (out of memory)", count,
+                 count * sizeof *out);
+        fail_config(st, c, true);
+        return;
+    }
+    /* a first, untimed write: touches every page with the threads that will
+     * write it, and is the check that exactly count contacts were written */
+    write_contacts(out, count, pattern, c->threads);
+    if (!c->checked) {
+        size_t k = 0;
+        while (k < count && memcmp(&out[k], &pattern[k & (WRITE_PATTERN - 1)], sizeof *out) == 0)
+            k++;
+        if (k != count) {
+            snprintf(c->verdict, sizeof c->verdict,
+                     "INVALID: write of %zu contacts differs at contact %zu", count, k);
+            fail_config(st, c, false);
+            free(out);
+            return;
+        }
+        n_valid++;
+        c->checked = 1;
+        snprintf(c->verdict, sizeof c->verdict, "VALID: writes %zu contacts", count);
+    }
+    nsb_set_label(st, c->verdict);
+
+    double seconds = 0.0;
+    int64_t iterations = 0;
+    disturbance before = disturbance_now();
+    while (nsb_keep_running(st)) {
+        double t0 = now();
+        write_contacts(out, count, pattern, c->threads);
+        double t1 = now();
+        nsb_set_iteration_time(st, t1 - t0);
+        seconds += t1 - t0;
+        iterations++;
+    }
+    disturbance after = disturbance_now();
+    /* a read of the last byte written: the stores are observed */
+    static volatile unsigned char sink;
+    sink = count ? ((const unsigned char *)out)[count * sizeof *out - 1] : 0;
+    (void)sink;
+    free(out);
+    if (iterations > 0) {
+        double bytes = (double)count * (double)sizeof(ns_contact);
+        double per_iteration = seconds / (double)iterations;
+        nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
+        nsb_set_counter(st, "contacts", (double)count, NSB_PLAIN);
+        nsb_set_counter(st, "bytes_written", bytes, NSB_PLAIN);
+        nsb_set_counter(st, "gb_per_s", per_iteration > 0 ? bytes / per_iteration * 1e-9 : 0.0,
+                        NSB_PLAIN);
+        nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
+        set_disturbance_counters(st, &before, &after);
+        nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
+    }
+}
+
+/* A kernel, or bound: build + query (or count). */
+static void run_search(nsb_state *st, config *c)
+{
     char *msg = c->verdict;
     size_t msg_size = sizeof c->verdict;
-    if (c->checked < 0) { /* a later repetition of a configuration that failed */
-        nsb_skip_with_error(st, msg);
-        return;
-    }
-    prepare(c->workload, c->n);
-    if (cache.reference_status != NS_OK) {
-        nsb_skip_with_error(st, cache.reference_error);
-        return;
-    }
+    bool bound = c->kind == KIND_BOUND;
     ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
     ns_config cfg = ns_config_default();
     cfg.threads = c->threads;
@@ -303,38 +450,26 @@ static void run_config(nsb_state *st, void *arg)
     if (s == NS_OK)
         s = ns_index_build(index, &p, &err);
     if (s == NS_OK)
-        s = c->bound ? ns_index_count(index, &counted, &err)
-                     : ns_index_query(index, &contacts, &err);
+        s = bound ? ns_index_count(index, &counted, &err) : ns_index_query(index, &contacts, &err);
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
-        if (is_refusal(s))
-            n_refused++;
-        else
-            any_invalid = true, n_invalid++;
-        c->checked = -1;
-        nsb_skip_with_error(st, msg);
+        fail_config(st, c, is_refusal(s));
         goto done;
     }
-    if (!c->checked && c->bound && counted != cache.reference.count) {
+    if (!c->checked && bound && counted != cache.reference.count) {
         snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", BOUND_KERNEL,
                  counted, cache.reference_name, cache.reference.count);
-        any_invalid = true;
-        n_invalid++;
-        c->checked = -1;
-        nsb_skip_with_error(st, msg);
+        fail_config(st, c, false);
         goto done;
     }
-    if (!c->checked && !c->bound) { /* once per configuration, before any timing */
+    if (!c->checked && !bound) { /* once per configuration, before any timing */
         ns_contact_list_sort(&contacts);
         size_t k = first_difference(&cache.reference, &contacts);
         if (k != SIZE_MAX) {
             describe_difference(msg, msg_size, cache.reference_name, &cache.reference,
                                 c->kernel->name, &contacts, k);
-            any_invalid = true;
-            n_invalid++;
-            c->checked = -1;
-            nsb_skip_with_error(st, msg);
+            fail_config(st, c, false);
             goto done;
         }
     }
@@ -342,20 +477,21 @@ static void run_config(nsb_state *st, void *arg)
         n_valid++;
         c->checked = 1;
         snprintf(msg, msg_size, "VALID vs %s%s", cache.reference_name,
-                 c->bound ? " (contact count)" : "");
+                 bound ? " (contact count)" : "");
     }
     nsb_set_label(st, msg);
 
     /* the timed loop */
     double build = 0.0, query = 0.0;
     int64_t iterations = 0;
+    disturbance before = disturbance_now();
     while (nsb_keep_running(st)) {
         double t0 = now();
         s = ns_index_build(index, &p, &err);
         double t1 = now();
         if (s == NS_OK)
-            s = c->bound ? ns_index_count(index, &counted, &err)
-                         : ns_index_query(index, &contacts, &err);
+            s = bound ? ns_index_count(index, &counted, &err)
+                      : ns_index_query(index, &contacts, &err);
         double t2 = now();
         nsb_set_iteration_time(st, t2 - t0);
         build += t1 - t0;
@@ -368,12 +504,13 @@ static void run_config(nsb_state *st, void *arg)
             break;
         }
     }
+    disturbance after = disturbance_now();
     if (s == NS_OK && iterations > 0) {
         ns_index_info info;
         ns_index_get_info(index, &info);
         double seconds = (build + query) / (double)iterations;
         double per = c->n ? 1.0 / (double)c->n : 0.0;
-        double found = (double)(c->bound ? counted : contacts.count);
+        double found = (double)(bound ? counted : contacts.count);
         nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
         nsb_set_counter(st, "contacts", found, NSB_PLAIN);
         nsb_set_counter(st, "contacts_per_particle", 2.0 * found * per, NSB_PLAIN);
@@ -383,7 +520,7 @@ static void run_config(nsb_state *st, void *arg)
         nsb_set_counter(st, "query_ms", query / (double)iterations * 1e3, NSB_PLAIN);
         nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
         nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
-        if (!c->bound)
+        if (!bound)
             nsb_set_counter(st, "candidates_per_contact",
                             contacts.count ? (double)info.candidates / (double)contacts.count : 0.0,
                             NSB_PLAIN);
@@ -394,11 +531,30 @@ static void run_config(nsb_state *st, void *arg)
                 info.table_size ? (double)info.nonempty_buckets / (double)info.table_size : 0.0,
                 NSB_PLAIN);
         }
+        set_disturbance_counters(st, &before, &after);
         nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
     }
 done:
     ns_index_destroy(index);
     ns_contact_list_free(&contacts);
+}
+
+static void run_config(nsb_state *st, void *arg)
+{
+    config *c = arg;
+    if (c->checked < 0) { /* a later repetition of a configuration that failed */
+        nsb_skip_with_error(st, c->verdict);
+        return;
+    }
+    prepare(c->workload, c->n);
+    if (cache.reference_status != NS_OK) {
+        nsb_skip_with_error(st, cache.reference_error);
+        return;
+    }
+    if (c->kind == KIND_WRITE)
+        run_write(st, c);
+    else
+        run_search(st, c);
 }
 
 /* Options */
@@ -409,6 +565,7 @@ typedef struct options {
     char *kernels, *workloads, *threads; /* comma lists, NULL = all / default */
     const char *out_dir;                 /* results folder */
     const char *wait_policy;             /* active, passive or default */
+    const char *serial_kernels;          /* auto, yes or no */
     bool no_results;
 } options;
 
@@ -440,7 +597,7 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
 
 static bool known_kernel(const char *s)
 {
-    return ns_kernel_find(s) != NULL || strcmp(s, BOUND_NAME) == 0;
+    return ns_kernel_find(s) != NULL || strcmp(s, BOUND_NAME) == 0 || strcmp(s, WRITE_NAME) == 0;
 }
 static bool known_workload(const char *s)
 {
@@ -451,13 +608,21 @@ static const char help[] =
     "Usage: nsearch-bench [OPTIONS] [--benchmark_* flags of Google Benchmark]\n"
     "Times every kernel x workload x n x threads, each validated exactly first.\n"
     "\n"
-    "  --kernels A,B      only these kernels (default: all); the name bound selects the\n"
-    "                     floor configuration (grid_sorted's build + a contact count)\n"
+    "  --kernels A,B      only these kernels (default: all); two names select a\n"
+    "                     configuration that is not a kernel: bound (grid_sorted's\n"
+    "                     binning plus its count of the contacts, with no output) and\n"
+    "                     write (the reference's contacts, 24 bytes each, streamed into\n"
+    "                     an allocated buffer: the output's cost at memory bandwidth)\n"
     "  --workloads A,B    only these workloads (default: all, settled included)\n"
     "  --cache-dir DIR    keep the settled workload's particles in DIR (settled-v<V>-n<N>-\n"
     "                     seed<S>.csv) and reuse them: settling runs a simulation, seconds\n"
     "                     per 20,000 particles (default: no cache)\n"
-    "  --threads 1,2      thread counts for parallel kernels (default: 1 and all cores)\n"
+    "  --threads 1,2      thread counts for parallel kernels, bound and write (default:\n"
+    "                     1 and all cores)\n"
+    "  --serial-kernels S auto (the default), yes or no: whether the serial kernels run\n"
+    "                     (with 1 thread); auto runs them when --threads includes 1, so a\n"
+    "                     sweep split into --threads 1 and --threads N processes measures\n"
+    "                     them once\n"
     "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
     "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...)\n"
     "  --out DIR          results folder (default results/<host>/<UTC timestamp>); the JSON\n"
@@ -517,6 +682,11 @@ static options parse_options(int argc, char **argv)
             if (strcmp(o.wait_policy, "active") && strcmp(o.wait_policy, "passive") &&
                 strcmp(o.wait_policy, "default"))
                 die("--wait-policy '%s' is not active, passive or default", o.wait_policy);
+        } else if (IS("--serial-kernels")) {
+            o.serial_kernels = take_value(&a, argc, argv, "--serial-kernels");
+            if (strcmp(o.serial_kernels, "auto") && strcmp(o.serial_kernels, "yes") &&
+                strcmp(o.serial_kernels, "no"))
+                die("--serial-kernels '%s' is not auto, yes or no", o.serial_kernels);
         } else if (strcmp(arg, "--no-results") == 0) {
             o.no_results = true;
         } else {
@@ -528,6 +698,8 @@ static options parse_options(int argc, char **argv)
     check_list(o.workloads, "workload", known_workload);
     if (!o.max_n_given)
         o.max_n = REFERENCE_MAX_N;
+    if (!o.serial_kernels)
+        o.serial_kernels = "auto";
     return o;
 }
 
@@ -536,7 +708,7 @@ static options parse_options(int argc, char **argv)
 static config *configs;
 static size_t n_configs, configs_capacity;
 
-static void add_config(const ns_kernel *k, bool bound, const char *w, size_t n, int threads)
+static void add_config(const ns_kernel *k, config_kind kind, const char *w, size_t n, int threads)
 {
     if (n_configs == configs_capacity) {
         configs_capacity = configs_capacity ? 2 * configs_capacity : 256;
@@ -545,9 +717,9 @@ static void add_config(const ns_kernel *k, bool bound, const char *w, size_t n, 
             die("out of memory");
     }
     config *c = &configs[n_configs++];
-    *c = (config){k, bound, w, n, threads, "", 0, ""};
-    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", bound ? BOUND_NAME : k->name, w, n,
-             threads);
+    *c = (config){k, kind, w, n, threads, "", 0, ""};
+    const char *name = kind == KIND_BOUND ? BOUND_NAME : kind == KIND_WRITE ? WRITE_NAME : k->name;
+    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", name, w, n, threads);
 }
 
 static int parse_threads(const char *list, int *out, int max)
@@ -560,13 +732,32 @@ static int parse_threads(const char *list, int *out, int max)
             die("--threads '%s' is not a comma list of whole numbers from 1 to %d (8 per "
                 "processor)",
                 list, ns_max_threads());
-        out[count++] = (int)t;
+        bool repeated = false; /* "2,2" measures 2 threads once */
+        for (int k = 0; k < count; k++)
+            repeated = repeated || out[k] == (int)t;
+        if (!repeated)
+            out[count++] = (int)t;
         p = *end ? end + 1 : end;
     }
     return count;
 }
 
-/* Grouped by workload and n, so each reference is computed once. */
+/* Whether the serial kernels run: --serial-kernels, or with auto, when the
+ * thread counts include 1 (a process of all-core configurations leaves them
+ * to the 1-thread process, so they are measured once). */
+static bool serial_kernels_run(const options *o, const int *threads, int n_threads)
+{
+    if (strcmp(o->serial_kernels, "auto") != 0)
+        return strcmp(o->serial_kernels, "yes") == 0;
+    for (int t = 0; t < n_threads; t++)
+        if (threads[t] == 1)
+            return true;
+    return false;
+}
+
+/* Grouped by workload and n, so each reference is computed once: the
+ * kernels (serial ones with 1 thread, parallel ones at each thread count),
+ * then bound and write at each thread count. */
 static void register_sweep(const options *o, int cores)
 {
     int threads[16], n_threads;
@@ -577,6 +768,7 @@ static void register_sweep(const options *o, int cores)
         threads[1] = cores;
         n_threads = cores > 1 ? 2 : 1;
     }
+    bool serial = serial_kernels_run(o, threads, n_threads);
     for (size_t w = 0; w <= ns_workload_count(); w++) {
         const char *wl = w < ns_workload_count() ? ns_workload_at(w)->name : NS_SETTLED_NAME;
         if (!in_list(o->workloads, wl))
@@ -598,38 +790,277 @@ static void register_sweep(const options *o, int cores)
             for (size_t k = 0; k < ns_kernel_count(); k++) {
                 const ns_kernel *ker = ns_kernel_at(k);
                 bool quadratic = strncmp(ker->name, "naive", 5) == 0;
-                if (!in_list(o->kernels, ker->name) || (quadratic && all[s] > REFERENCE_MAX_N))
+                if (!in_list(o->kernels, ker->name) || (quadratic && all[s] > REFERENCE_MAX_N) ||
+                    (!ker->parallel && !serial))
                     continue;
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
-                    add_config(ker, false, wl, all[s], ker->parallel ? threads[t] : 1);
+                    add_config(ker, KIND_KERNEL, wl, all[s], ker->parallel ? threads[t] : 1);
             }
             if (in_list(o->kernels, BOUND_NAME))
                 for (int t = 0; t < n_threads; t++)
-                    add_config(ns_kernel_find(BOUND_KERNEL), true, wl, all[s], threads[t]);
+                    add_config(ns_kernel_find(BOUND_KERNEL), KIND_BOUND, wl, all[s], threads[t]);
+            if (in_list(o->kernels, WRITE_NAME))
+                for (int t = 0; t < n_threads; t++)
+                    add_config(NULL, KIND_WRITE, wl, all[s], threads[t]);
         }
     }
     for (size_t c = 0; c < n_configs; c++)
         nsb_register(configs[c].name, run_config, &configs[c], NULL);
 }
 
-/* Context: what a reader of the results needs to trust or compare them. */
+/* Context: what a reader of the results needs to trust or compare them.
+ * Every value is a string; what this process cannot read is "not visible". */
 
-static void context_cpu_model(void)
+#define NOT_VISIBLE "not visible"
+
+/* The load average ("1m 5m 15m") when the process started, and whether
+ * OMP_WAIT_POLICY was set too late for the OpenMP runtime to read it. */
+static char start_load[64] = NOT_VISIBLE;
+static bool wait_policy_late = false;
+
+/* The first line of a file without its newline; false when unreadable. */
+static bool read_line(const char *path, char *out, size_t size)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512], model[256] = "unknown";
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0) {
-            const char *colon = strchr(line, ':');
-            if (colon) {
-                snprintf(model, sizeof model, "%s", colon + 2);
-                model[strcspn(model, "\n")] = 0;
-            }
-            break;
-        }
+    FILE *f = fopen(path, "r");
+    bool ok = f && fgets(out, (int)size, f);
     if (f)
         fclose(f);
-    nsb_add_context("cpu_model", model);
+    if (ok)
+        out[strcspn(out, "\n")] = 0;
+    return ok;
+}
+
+/* The value of the first /proc/cpuinfo line whose key is exactly key. */
+static bool cpuinfo_field(const char *key, char *out, size_t size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        size_t len = (size_t)(colon - line);
+        while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+            len--;
+        if (len == strlen(key) && strncmp(line, key, len) == 0) {
+            const char *v = colon + 1 + (colon[1] == ' ');
+            snprintf(out, size, "%.*s", (int)strcspn(v, "\n"), v);
+            found = true;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Whether word is one of the space-separated words of list. */
+static bool has_word(const char *list, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+        if ((p == list || p[-1] == ' ') && (p[len] == ' ' || p[len] == 0))
+            return true;
+    return false;
+}
+
+static void context_cpu(void)
+{
+    char buf[512], flags[4096];
+    if (!cpuinfo_field("model name", buf, sizeof buf))
+        snprintf(buf, sizeof buf, NOT_VISIBLE);
+    nsb_add_context("cpu_model", buf);
+
+    /* the extensions this build compiles for (the harness is compiled with
+     * the library's -march), then what the processor reports */
+    char isa[256] = "build:";
+    size_t base = strlen(isa);
+#ifdef __AVX512F__
+    strcat(isa, " avx512f");
+#endif
+#ifdef __AVX2__
+    strcat(isa, " avx2");
+#endif
+#ifdef __AVX__
+    strcat(isa, " avx");
+#endif
+#ifdef __SSE4_2__
+    strcat(isa, " sse4.2");
+#endif
+#ifdef __ARM_NEON
+    strcat(isa, " neon");
+#endif
+    if (strlen(isa) == base)
+        strcat(isa, " none of avx512f avx2 avx sse4.2 neon");
+    if (cpuinfo_field("flags", flags, sizeof flags))
+        snprintf(buf, sizeof buf, "%s; cpu: avx2 %s, avx512f %s", isa,
+                 has_word(flags, "avx2") ? "yes" : "no", has_word(flags, "avx512f") ? "yes" : "no");
+    else if (cpuinfo_field("Features", flags, sizeof flags))
+        snprintf(buf, sizeof buf, "%s; cpu: asimd %s, sve %s", isa,
+                 has_word(flags, "asimd") ? "yes" : "no", has_word(flags, "sve") ? "yes" : "no");
+    else
+        snprintf(buf, sizeof buf, "%s; cpu: " NOT_VISIBLE, isa);
+    nsb_add_context("isa", buf);
+
+    /* threads per core: cpu0's siblings in the topology, else /proc/cpuinfo */
+    char list[256], active[32], siblings[32], cores[32];
+    int per_core = 0;
+    if (read_line("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list", list,
+                  sizeof list)) {
+        for (const char *p = list; *p;) { /* "0", "0,64" or "0-1" */
+            char *end;
+            long a = strtol(p, &end, 10), b = a;
+            if (end == p)
+                break;
+            if (*end == '-')
+                b = strtol(end + 1, &end, 10);
+            per_core += (int)(b - a + 1);
+            p = *end == ',' ? end + 1 : end + strlen(end);
+        }
+    }
+    bool have_active = read_line("/sys/devices/system/cpu/smt/active", active, sizeof active);
+    bool have_ratio = cpuinfo_field("siblings", siblings, sizeof siblings) &&
+                      cpuinfo_field("cpu cores", cores, sizeof cores);
+    if (per_core <= 0 && have_ratio && atoi(cores) > 0)
+        per_core = atoi(siblings) / atoi(cores);
+    if (per_core > 0)
+        snprintf(buf, sizeof buf, "%d thread%s per core", per_core, per_core == 1 ? "" : "s");
+    else
+        snprintf(buf, sizeof buf, NOT_VISIBLE);
+    if (have_active)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; smt/active %s", active);
+    if (have_ratio)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; cpuinfo siblings %s, cpu cores %s",
+                 siblings, cores);
+    nsb_add_context("smt", buf);
+
+    /* data and unified caches seen by cpu0 (cache_sizes: Google Benchmark's
+     * context has its own caches, a list, and one key must not appear twice) */
+    buf[0] = 0;
+    for (int k = 0; k < 16; k++) {
+        char path[128], level[16], type[32], size[32];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/", k);
+        size_t len = strlen(path);
+        bool ok = (strcpy(path + len, "level"), read_line(path, level, sizeof level)) &&
+                  (strcpy(path + len, "type"), read_line(path, type, sizeof type)) &&
+                  (strcpy(path + len, "size"), read_line(path, size, sizeof size));
+        if (!ok || strcmp(type, "Instruction") == 0)
+            continue;
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%sL%s%s %s", buf[0] ? ", " : "",
+                 level, strcmp(type, "Data") == 0 ? "d" : "", size);
+    }
+    nsb_add_context("cache_sizes", buf[0] ? buf : NOT_VISIBLE);
+}
+
+static void context_system(void)
+{
+    char buf[256];
+    struct utsname u;
+    nsb_add_context("kernel_release", uname(&u) == 0 ? u.release : NOT_VISIBLE);
+    if (read_line("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
+        const char *lb = strchr(buf, '['), *rb = lb ? strchr(lb, ']') : NULL;
+        if (lb && rb) { /* "always [madvise] never": the one in force */
+            memmove(buf, lb + 1, (size_t)(rb - lb - 1));
+            buf[rb - lb - 1] = 0;
+        }
+        nsb_add_context("transparent_hugepages", buf);
+    } else {
+        nsb_add_context("transparent_hugepages", NOT_VISIBLE);
+    }
+    nsb_add_context(
+        "cpu_governor",
+        read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", buf, sizeof buf)
+            ? buf
+            : NOT_VISIBLE);
+    nsb_add_context("load_average", start_load);
+}
+
+/* The loaded OpenMP runtime: the first shared object named lib*omp*. */
+static int find_openmp_runtime(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libgomp", 7) != 0 && strncmp(base, "libomp", 6) != 0 &&
+        strncmp(base, "libiomp", 7) != 0)
+        return 0;
+    char *path = data;
+    if (!realpath(info->dlpi_name, path))
+        snprintf(path, PATH_MAX, "%s", info->dlpi_name);
+    return 1;
+}
+
+/* The compiler of this harness and the library, and its OpenMP runtime. */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#if defined(__clang__)
+#define COMPILED_BY "Clang " STRINGIFY(__clang_major__.__clang_minor__.__clang_patchlevel__)
+#define DEFAULT_RUNTIME "libomp"
+#elif defined(__GNUC__)
+#define COMPILED_BY "GCC " __VERSION__
+#define DEFAULT_RUNTIME "libgomp"
+#else
+#define COMPILED_BY NS_COMPILER
+#define DEFAULT_RUNTIME "unknown"
+#endif
+
+/* The OpenMP specification a _OPENMP date stands for. */
+static const char *openmp_spec(long date)
+{
+    static const struct {
+        long date;
+        const char *version;
+    } specs[] = {{200505, "2.5"}, {200805, "3.0"}, {201107, "3.1"},
+                 {201307, "4.0"}, {201511, "4.5"}, {201811, "5.0"},
+                 {202011, "5.1"}, {202111, "5.2"}, {202411, "6.0"}};
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
+        if (specs[k].date == date)
+            return specs[k].version;
+    return "?";
+}
+
+/* Which runtime, the OpenMP version compiled against, and the loaded file.
+ * Neither libgomp nor libomp reports its own version through the OpenMP API.
+ * libgomp comes with GCC: the GCC recorded is the compiler's, and the loaded
+ * libgomp.so.1 is whichever the system provides (normally the same or a
+ * newer GCC's). For libomp the loaded file's path is what there is (e.g.
+ * /usr/lib/llvm-14/lib/libomp.so.5). */
+static void context_openmp(void)
+{
+    char path[PATH_MAX] = "", buf[PATH_MAX + 256];
+    dl_iterate_phdr(find_openmp_runtime, path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *runtime = strncmp(base, "libgomp", 7) == 0   ? "libgomp"
+                          : strncmp(base, "libomp", 6) == 0  ? "libomp"
+                          : strncmp(base, "libiomp", 7) == 0 ? "libiomp5"
+                                                             : NULL;
+    if (!runtime) /* linked statically: the compiler's own runtime */
+        runtime = DEFAULT_RUNTIME " (assumed from the compiler: no shared runtime loaded)";
+    snprintf(buf, sizeof buf, "%s; _OPENMP %ld (OpenMP %s); compiled by %s%s%s", runtime,
+             (long)_OPENMP, openmp_spec((long)_OPENMP), COMPILED_BY, path[0] ? "; loaded " : "",
+             path);
+    nsb_add_context("openmp", buf);
+
+    /* the environment, then what the runtime made of it */
+    static const char *const bind_names[] = {"false", "true", "primary", "close", "spread"};
+    const char *env = getenv("OMP_PROC_BIND");
+    int bind = (int)omp_get_proc_bind();
+    if (bind >= 0 && bind < 5)
+        snprintf(buf, sizeof buf, "OMP_PROC_BIND %s; omp_get_proc_bind() %s", env ? env : "unset",
+                 bind_names[bind]);
+    else
+        snprintf(buf, sizeof buf, "OMP_PROC_BIND %s; omp_get_proc_bind() %d", env ? env : "unset",
+                 bind);
+    nsb_add_context("omp_proc_bind", buf);
+    env = getenv("OMP_PLACES");
+    int places = omp_get_num_places();
+    snprintf(buf, sizeof buf, "OMP_PLACES %s; omp_get_num_places() %d", env ? env : "unset",
+             places);
+    if (places > 0)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ", %d processors in the first",
+                 omp_get_place_num_procs(0));
+    nsb_add_context("omp_places", buf);
 }
 
 /* The first line a shell command prints, or "unknown". */
@@ -652,7 +1083,8 @@ static void add_context(const options *o, int cores)
     char buf[512];
     nsb_add_context("nsearch_version", NS_VERSION_STRING);
     nsb_add_context("results_format_version", RESULTS_FORMAT_VERSION);
-    context_cpu_model();
+    context_cpu();
+    context_system();
     snprintf(buf, sizeof buf, "%d", cores);
     nsb_add_context("cores_online", buf);
     snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_CONF));
@@ -663,11 +1095,20 @@ static void add_context(const options *o, int cores)
                                 "OMP_WAIT_POLICY"};
     for (size_t k = 0; k < sizeof env / sizeof *env; k++) {
         const char *v = getenv(env[k]);
-        nsb_add_context(env[k], v ? v : "unset");
+        snprintf(buf, sizeof buf, "%s%s", v ? v : "unset",
+                 wait_policy_late && strcmp(env[k], "OMP_WAIT_POLICY") == 0
+                     ? " (set after the OpenMP runtime started: libgomp ignores it)"
+                     : "");
+        nsb_add_context(env[k], buf);
     }
+    context_openmp();
     nsb_add_context("compiler", NS_COMPILER);
     nsb_add_context("compile_flags", NS_COMPILE_FLAGS);
     nsb_add_context("march_native", NS_NATIVE_ON ? "ON" : "OFF");
+    nsb_add_context("build_type", NS_BUILD_TYPE[0] ? NS_BUILD_TYPE : "none");
+    nsb_add_context("benchmark_version",
+                    NS_BENCHMARK_VERSION[0] ? NS_BENCHMARK_VERSION : "unknown");
+    nsb_add_context("benchmark_library_build_type", nsb_library_build_type());
     command_output("git -C '" NS_SOURCE_DIR "' rev-parse HEAD 2>/dev/null", buf, sizeof buf);
     nsb_add_context("git_commit", buf);
     command_output("git -C '" NS_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null"
@@ -676,9 +1117,10 @@ static void add_context(const options *o, int cores)
     nsb_add_context("git_modified", strcmp(buf, "0") == 0         ? "false"
                                     : strcmp(buf, "unknown") == 0 ? "unknown"
                                                                   : "true");
-    snprintf(buf, sizeof buf, "kernels=%s workloads=%s threads=%s max_n=%zu seed=%d",
+    snprintf(buf, sizeof buf,
+             "kernels=%s workloads=%s threads=%s serial_kernels=%s max_n=%zu seed=%d",
              o->kernels ? o->kernels : "all", o->workloads ? o->workloads : "all",
-             o->threads ? o->threads : "1,cores", o->max_n, SEED);
+             o->threads ? o->threads : "1,cores", o->serial_kernels, o->max_n, SEED);
     nsb_add_context("sweep", buf);
 }
 
@@ -686,14 +1128,52 @@ static void add_context(const options *o, int cores)
 static void warn_load(int cores)
 {
     double load = 0.0;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf", &load) == 1 && load > 0.5 * cores)
+    if (sscanf(start_load, "%lf", &load) == 1 && load > 0.5 * cores)
         fprintf(stderr,
                 "nsearch-bench: WARNING: load average %.2f is above half the %d cores; "
                 "other work will disturb the timings\n",
                 load, cores);
-    if (f)
-        fclose(f);
+}
+
+/* Starts the harness again with the same arguments, for an environment
+ * variable that libgomp reads only when it is loaded (before main). exec
+ * keeps the CPU affinity, and libgomp binds the loading thread to the first
+ * place when OMP_PROC_BIND or OMP_PLACES is set: the restarted runtime would
+ * find one place only. So this thread is first allowed every CPU of every
+ * place again (the places lie within the affinity the process started
+ * with). Returns only when exec fails, with the affinity as it was. */
+static void restart(char **argv)
+{
+    /* the processors of every place, in one list */
+    int places = omp_get_num_places(), total = 0, *ids = NULL;
+    for (int p = 0; p < places; p++)
+        total += omp_get_place_num_procs(p);
+    if (total > 0 && !(ids = malloc((size_t)total * sizeof *ids)))
+        die("out of memory");
+    for (int p = 0, at = 0; p < places && total > 0; p++) {
+        omp_get_place_proc_ids(p, ids + at);
+        at += omp_get_place_num_procs(p);
+    }
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    int cpus = conf > CPU_SETSIZE ? (int)conf : CPU_SETSIZE;
+    for (int k = 0; k < total; k++)
+        cpus = ids[k] >= cpus ? ids[k] + 1 : cpus;
+    size_t size = CPU_ALLOC_SIZE(cpus);
+    cpu_set_t *was = CPU_ALLOC(cpus), *wide = CPU_ALLOC(cpus);
+    bool widened = false;
+    if (was && wide && total > 0 && sched_getaffinity(0, size, was) == 0) {
+        CPU_OR_S(size, wide, was, was);
+        for (int k = 0; k < total; k++)
+            if (ids[k] >= 0)
+                CPU_SET_S((size_t)ids[k], size, wide);
+        widened = !CPU_EQUAL_S(size, wide, was) && sched_setaffinity(0, size, wide) == 0;
+    }
+    execv("/proc/self/exe", argv);
+    if (widened)
+        sched_setaffinity(0, size, was);
+    CPU_FREE(was);
+    CPU_FREE(wide);
+    free(ids);
 }
 
 /* Results: written under a temporary name, renamed when complete, or to a
@@ -743,12 +1223,24 @@ static bool has_flag(int argc, char **argv, const char *prefix)
 
 int main(int argc, char **argv)
 {
+    char loadavg[128];
+    double load[3];
+    if (read_line("/proc/loadavg", loadavg, sizeof loadavg) &&
+        sscanf(loadavg, "%lf %lf %lf", &load[0], &load[1], &load[2]) == 3)
+        snprintf(start_load, sizeof start_load, "%.2f %.2f %.2f", load[0], load[1], load[2]);
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
         cores = 1;
-    /* before Google Benchmark takes its flags out of argv */
+    /* before Google Benchmark takes its flags out of argv (and answers
+     * --help with its own flags only) */
+    for (int a = 1; a < argc; a++)
+        if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            fputs(help, stdout);
+            exit(0);
+        }
     bool listing = has_flag(argc, argv, "--benchmark_list_tests");
     bool user_out = has_flag(argc, argv, "--benchmark_out=");
+    char **original_argv = argv;
     char **args = malloc((size_t)(argc + 3) * sizeof *args);
     if (!args)
         die("out of memory");
@@ -758,11 +1250,17 @@ int main(int argc, char **argv)
     argv = args;
     nsb_initialize(&argc, argv);
     options o = parse_options(argc, argv);
-    /* Thread wake-up: see README ("Thread wake-up"). Before the first
-     * OpenMP call, which reads the environment. */
+    /* Thread wake-up: see README ("Thread wake-up"). libgomp reads the
+     * environment when it is loaded, before main, so the policy is set and
+     * the harness starts again with it (same process, same arguments);
+     * libomp would read it at the first OpenMP call, but the restart serves
+     * both. It happens once: the second start finds the policy set. */
     const char *policy = o.wait_policy ? o.wait_policy : "active";
-    if (!getenv("OMP_WAIT_POLICY") && strcmp(policy, "default") != 0)
+    if (!getenv("OMP_WAIT_POLICY") && strcmp(policy, "default") != 0) {
         setenv("OMP_WAIT_POLICY", policy, 1);
+        restart(original_argv);
+        wait_policy_late = true; /* no /proc: the policy is recorded as unapplied */
+    }
 
     static char out_flag[1100];
     if (!listing && !o.no_results && !user_out) {

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,8 @@ struct nsb_state {
     bool started;
 };
 
-namespace {
+namespace
+{
 
 double minimum(const std::vector<double> &v)
 {
@@ -32,7 +34,8 @@ std::vector<std::pair<std::string, double>> noisy;
 
 // The usual console output, plus a note of every benchmark whose repetitions
 // spread more than the threshold (coefficient of variation of real time).
-class NoiseWatchingReporter : public benchmark::ConsoleReporter {
+class NoiseWatchingReporter : public benchmark::ConsoleReporter
+{
   public:
     void ReportRuns(const std::vector<Run> &runs) override
     {
@@ -51,8 +54,8 @@ extern "C" {
 
 void nsb_register(const char *name, nsb_function fn, void *arg, const nsb_options *options)
 {
-    benchmark::internal::Benchmark *b = benchmark::RegisterBenchmark(
-        name, [fn, arg](benchmark::State &st) {
+    benchmark::internal::Benchmark *b =
+        benchmark::RegisterBenchmark(name, [fn, arg](benchmark::State &st) {
             nsb_state s{&st, false};
             fn(&s, arg);
             if (!s.started) // a benchmark that skipped before its loop
@@ -91,6 +94,25 @@ void nsb_shutdown(void)
 void nsb_add_context(const char *key, const char *value)
 {
     benchmark::AddCustomContext(key, value);
+}
+
+const char *nsb_library_build_type(void)
+{
+    // Google Benchmark decides the value inside its library (its own NDEBUG)
+    // and only writes it: have its JSON reporter write a context and read it.
+    static std::string type;
+    if (type.empty()) {
+        std::ostringstream text;
+        benchmark::JSONReporter json;
+        json.SetOutputStream(&text);
+        json.SetErrorStream(&text);
+        json.ReportContext(benchmark::BenchmarkReporter::Context());
+        const std::string s = text.str(), key = "\"library_build_type\": \"";
+        size_t at = s.find(key), end = at == std::string::npos ? at : s.find('"', at + key.size());
+        type =
+            end == std::string::npos ? "unknown" : s.substr(at + key.size(), end - at - key.size());
+    }
+    return type.c_str();
 }
 
 bool nsb_keep_running(nsb_state *s)

@@ -18,8 +18,8 @@ typedef void (*nsb_function)(nsb_state *state, void *arg);
 
 /* Options of a registered benchmark. */
 typedef struct nsb_options {
-    int repetitions;        /* 0: Google Benchmark's default or --benchmark_repetitions */
-    double min_time;        /* seconds; 0: the default or --benchmark_min_time */
+    int repetitions; /* 0: Google Benchmark's default or --benchmark_repetitions */
+    double min_time; /* seconds; 0: the default or --benchmark_min_time */
 } nsb_options;
 
 /* Registers fn(state, arg) under name. Time is manual (nsb_set_iteration_time),
@@ -37,6 +37,11 @@ void nsb_shutdown(void);
 
 /* A key/value pair for the "context" of the results. */
 void nsb_add_context(const char *key, const char *value);
+
+/* How Google Benchmark's own library was compiled, as its JSON context's
+ * library_build_type says ("release" or "debug"; "unknown" if it says
+ * nothing): a property of Google Benchmark, not of the code it times. */
+const char *nsb_library_build_type(void);
 
 /* The timing loop: while (nsb_keep_running(s)) { ...; nsb_set_iteration_time(s, t); } */
 bool nsb_keep_running(nsb_state *state);

@@ -1,154 +1,102 @@
 #!/usr/bin/env python3
-"""nsearch-bench results: summary, flattened table, plot data, comparison.
+"""nsearch-bench results: summary, flattened table, plot data; every figure
+with its 95 % interval.
 
     results.py summary BENCH.json [--markdown]     the summary tables
     results.py flatten BENCH.json                  one row per configuration (TSV)
     results.py plotdata BENCH.json [MORE.json ...] --out DIR
                                                    data files for plots/*.gp
-    results.py pair A.json B.json --out DIR        copies of A and B whose all-cores
-                                                   rows share a name, for compare.py
-    results.py ratios COMPARE.json A.json B.json --out DIR
-                                                   ratios of medians and compare.py's
-                                                   U-test as plot data
 
-Standard library only. Times are Google Benchmark's real (manual) times in ms.
+Times are Google Benchmark's real (manual) times in ms. Every figure is a
+median of the repetitions with a 95 % interval from a nested bootstrap over
+rounds (separate processes) and the repetitions inside them (stats.py);
+derived figures (speed-ups, multiples of a floor, doubling ratios,
+exponents) take their intervals from the same replicates. The machine
+comparison is compare.py.
 """
-import json
-import math
 import os
-import re
 import sys
-from collections import defaultdict
 
-NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
+import benchdata
+import stats
+
+# The exponent k of time ~ n^k is fitted on uniform over one n range for every
+# kernel: from FIT_MIN_N (below, fixed costs dominate) to the largest n that
+# every fitted line reaches (the quadratic kernels stop at 100,000).
 FIT_MIN_N = 1000
+BOUND = "bound"  # not a kernel: grid_sorted's binning plus its contact count, no output
+WRITE = "write"  # not a kernel: streaming the contacts' bytes to memory
+FLOORS = (BOUND, WRITE)
 
 
-class Config:
-    """One kernel/workload/n/threads configuration and its aggregates."""
+class Figures:
+    """A run and the bootstrap estimate of every configuration, made once."""
 
-    def __init__(self, kernel, workload, n, threads):
-        self.kernel, self.workload, self.n, self.threads = kernel, workload, n, threads
-        self.verdict = None
-        self.median = self.min = self.max = self.cv = None
-        self.counters = {}
-        self.repetitions = 0
-
-    @property
-    def name(self):
-        return f"{self.kernel}/{self.workload}/n:{self.n}/threads:{self.threads}"
-
-    @property
-    def valid(self):
-        return bool(self.verdict and self.verdict.startswith("VALID"))
-
-
-class Results:
     def __init__(self, path):
-        with open(path) as f:
-            data = json.load(f)
-        self.path = path
-        self.context = data.get("context", {})
-        self.configs = {}
-        for b in data.get("benchmarks", []):
-            m = NAME.match(b.get("run_name", b["name"]))
-            if not m:
-                continue
-            key = (m["kernel"], m["workload"], int(m["n"]), int(m["threads"]))
-            c = self.configs.get(key) or Config(*key)
-            self.configs[key] = c
-            if b.get("error_occurred"):
-                c.verdict = b.get("error_message") or "error"
-                continue
-            if b.get("label"):
-                c.verdict = b["label"]
-            if b.get("run_type") == "aggregate":
-                agg = b.get("aggregate_name")
-                if agg == "median":
-                    c.median = b["real_time"]
-                    c.counters = b
-                elif agg == "min":
-                    c.min = b["real_time"]
-                elif agg == "max":
-                    c.max = b["real_time"]
-                elif agg == "cv":
-                    c.cv = b["real_time"]
-            else:
-                c.repetitions += 1
-                if c.median is None:  # a run without aggregates (1 repetition)
-                    c.median = c.min = c.max = b["real_time"]
-                    c.counters = b
+        self.run = benchdata.load(path)
+        self._est = {}
 
-    def machine(self):
-        ctx = self.context
-        return (f"{ctx.get('host_name', '?')}: {ctx.get('cpu_model', '?')}, "
-                f"{ctx.get('cores_online', ctx.get('num_cpus', '?'))} cores")
+    def est(self, c):
+        """The median's Estimate of a configuration (None when it has no times)."""
+        if c is None or not c.rounds:
+            return None
+        if c.key not in self._est:
+            self._est[c.key] = stats.bootstrap(c.rounds, rng=stats.generator(c.name))
+        return self._est[c.key]
 
-    def subtitle(self):
-        return f"{self.machine()}, {self.context.get('date', '?')[:10]}"
+    def config(self, kernel, workload, n, threads):
+        return self.run.configs.get((kernel, workload, n, threads))
 
-    def series(self, workload, kernel, threads):
-        return sorted((c for c in self.configs.values()
-                       if c.workload == workload and c.kernel == kernel and c.threads == threads
-                       and c.median), key=lambda c: c.n)
+    def counter_est(self, c, name):
+        rounds = c.counter_rounds(name)
+        if not rounds or not any(len(r) for r in rounds):
+            return None
+        return stats.bootstrap(rounds, rng=stats.generator(c.name + "/" + name))
 
-    def lines(self, workload=None):
-        """(kernel, threads) pairs in table order, for a workload or all."""
-        return sorted({(c.kernel, c.threads) for c in self.configs.values()
-                       if workload is None or c.workload == workload},
-                      key=lambda kt: (kernel_order(kt[0]), kt[1]))
+    def floor_est(self, c, which):
+        """The floor configurations at c's workload, n and threads."""
+        if which == "bound":
+            return self.est(self.config(BOUND, c.workload, c.n, c.threads))
+        b = self.est(self.config(BOUND, c.workload, c.n, c.threads))
+        w = self.est(self.config(WRITE, c.workload, c.n, c.threads))
+        return stats.derived(lambda x, y: x + y, b, w) if b and w else None
 
-    def workloads(self):
-        order = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
-        found = {c.workload for c in self.configs.values()}
-        return [w for w in order if w in found] + sorted(found - set(order))
+    def over(self, c, den):
+        """c's time over an Estimate (None when either is missing)."""
+        e = self.est(c)
+        return stats.derived(lambda x, y: x / y, e, den) if e and den else None
 
-    def max_threads(self):
-        return max((c.threads for c in self.configs.values()), default=1)
+    def speedup_vs_naive(self, c):
+        naive = self.est(self.config("naive", c.workload, c.n, 1))
+        e = self.est(c)
+        return stats.derived(lambda x, y: x / y, naive, e) if naive and e else None
+
+    def fit_range(self, workload="uniform"):
+        lines = [(k, t) for k, t in self.run.lines(workload) if k not in FLOORS]
+        tops = [max((c.n for c in self.run.series(workload, k, t)), default=0) for k, t in lines]
+        top = min((x for x in tops if x >= FIT_MIN_N), default=0)
+        return (FIT_MIN_N, top) if top > FIT_MIN_N else None
+
+    def exponent(self, kernel, threads, workload="uniform"):
+        rng = self.fit_range(workload)
+        if not rng:
+            return None
+        s = [c for c in self.run.series(workload, kernel, threads) if rng[0] <= c.n <= rng[1]]
+        if len({c.n for c in s}) < 2:
+            return None
+        return stats.slope([c.n for c in s], [self.est(c) for c in s])
 
 
-KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel", "grid_sorted",
-           "bound"]
-BOUND = "bound"  # not a kernel: grid_sorted's binning + a contact count, the floor
+def show(e, scale=1.0, digits=2):
+    """'value [low, high]' of an Estimate, or '-'."""
+    if e is None:
+        return "-"
+    v, lo, hi = e.interval()
+    return stats.format_interval(v * scale, lo * scale, hi * scale, digits)
 
 
-def bound_multiple(results, c):
-    """c's median as a multiple of the bound configuration's at the same workload,
-    n and threads (the 1-thread bound for serial kernels); None without one."""
-    b = results.configs.get((BOUND, c.workload, c.n, c.threads))
-    return c.median / b.median if b and b.median and c.median else None
-
-
-def kernel_order(k):
-    return (KERNELS.index(k) if k in KERNELS else len(KERNELS), k)
-
-
-def fit_exponent(points):
-    """Least-squares slope of log(time) on log(n); None with fewer than 2 points."""
-    if len(points) < 2:
-        return None
-    xs = [math.log(n) for n, _ in points]
-    ys = [math.log(t) for _, t in points]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return None if sxx == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-
-
-def exponent(results, kernel, threads, workload="uniform"):
-    return fit_exponent([(c.n, c.median) for c in results.series(workload, kernel, threads)
-                         if c.n >= FIT_MIN_N])
-
-
-def line_name(kernel, threads, results):
-    return f"{kernel} T={threads}" if kernel_parallel(kernel, results) else kernel
-
-
-def kernel_parallel(kernel, results):
-    return any(c.threads > 1 for c in results.configs.values() if c.kernel == kernel)
-
-
-def fmt(x, spec=".4g"):
-    return "-" if x is None else format(x, spec)
+def line_name(kernel, threads, run):
+    return f"{kernel} T={threads}" if run.parallel(kernel) else kernel
 
 
 def table(rows, markdown):
@@ -162,60 +110,102 @@ def table(rows, markdown):
                      for r in rows)
 
 
-def summary(results, markdown=False):
-    out = [f"# nsearch-bench summary\n" if markdown else "nsearch-bench summary",
-           f"Machine: {results.machine()}; date {results.context.get('date', '?')}; commit "
-           f"{results.context.get('git_commit', '?')[:12]}"
-           f"{' (modified)' if results.context.get('git_modified') == 'true' else ''}; "
-           f"OMP_WAIT_POLICY={results.context.get('OMP_WAIT_POLICY', '?')}.",
-           "Times are medians of the repetitions; exponent k of time ~ n^k is fitted on "
-           f"uniform, n >= {FIT_MIN_N}; speed-up is over naive (1 thread) at the same n; "
-           "x bound is the time as a multiple of the bound configuration's (grid_sorted's "
-           "binning plus a vectorised contact count, no output) at the same n and threads."]
-    for w in results.workloads():
+def disturbed(c, steal_ms=1.0, invol_csw=50):
+    """What disturbed c's repetitions: rounds with CPU steal or many involuntary
+    context switches (per-repetition counters of nsearch-bench)."""
+    notes = []
+    for rnd, b in c.entries:
+        s, v = float(b.get("steal_ms", 0) or 0), float(b.get("invol_csw", 0) or 0)
+        if s >= steal_ms or v >= invol_csw:
+            notes.append(f"round {rnd}: steal {s:.1f} ms, {v:.0f} involuntary switches")
+    return notes
+
+
+def provenance(ctx):
+    keys = ["cpu_model", "cores_online", "isa", "compiler", "compile_flags", "build_type",
+            "openmp", "benchmark_version", "kernel_release", "git_commit", "git_modified",
+            "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages", "cpu_governor"]
+    return "; ".join(f"{k} {ctx[k]}" for k in keys if k in ctx)
+
+
+def summary(f, markdown=False):
+    run = f.run
+    ctx = run.context
+    fit = f.fit_range()
+    out = ["# nsearch-bench summary\n" if markdown else "nsearch-bench summary",
+           f"Machine: {run.machine_label()}; date {run.date()}. {provenance(ctx)}.",
+           f"{run.rounds} round(s) (separate processes) of "
+           f"{max((len(r) for c in run.configs.values() for r in c.rounds), default=0)} "
+           "repetitions. Every figure is a median with its 95 % interval [low, high] from a "
+           "bootstrap over rounds and the repetitions inside them"
+           + (" (one round: the interval covers one process only)" if run.rounds < 2 else "")
+           + ". Absolute times are for this machine at this moment; ratios within one run "
+           "are the figures to compare.",
+           "Exponent k of time ~ n^k: fitted on uniform, n from "
+           + (f"{fit[0]:,} to {fit[1]:,} (the range every kernel reaches)" if fit else "-")
+           + "; speed-up: over naive (1 thread) at the same n; x bound: the time over "
+           "bound's (grid_sorted's binning plus its contact count, no output) at the same n "
+           "and threads; x floor: over bound plus write (streaming the same number of "
+           "contacts' bytes to memory), the least any kernel that writes its contacts "
+           "could take."]
+    for w in run.workloads():
         out.append(f"\n{'## ' if markdown else ''}{w}\n")
-        rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "contacts/s",
-                 "exponent k", "speed-up vs naive", "x bound", "verdict"]]
-        for kernel, threads in results.lines(w):
-            all_rows = [c for c in results.configs.values()
+        rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "exponent k",
+                 "speed-up vs naive", "x bound", "x floor", "verdict"]]
+        for kernel, threads in run.lines(w):
+            all_rows = [c for c in run.configs.values()
                         if c.workload == w and c.kernel == kernel and c.threads == threads]
-            timed = [c for c in all_rows if c.median]
+            timed = [c for c in all_rows if c.rounds]
             c = max(timed or all_rows, key=lambda c: c.n)
-            naive = results.configs.get(("naive", w, c.n, 1))
-            speedup = (f"{naive.median / c.median:.1f}x" if naive and naive.median and c.median
-                       else "-")
-            k = exponent(results, kernel, threads) if w == "uniform" else None
-            verdicts = {x.verdict for x in all_rows}
+            e = f.est(c)
+            k = f.exponent(kernel, threads) if w == "uniform" and kernel not in FLOORS else None
+            verdicts = {x.verdict for x in all_rows if x.verdict}
             verdict = c.verdict or "-"
-            if len(verdicts) > 1:  # e.g. VALID at small n, refused at large n
-                verdict = "; ".join(sorted(v for v in verdicts if v))
-            rows.append([kernel, threads, c.n, fmt(c.median),
-                         fmt(c.counters.get("ns_per_particle")),
-                         fmt(c.counters.get("contacts_per_s"), ".3g"), fmt(k, ".3f"), speedup,
-                         fmt(bound_multiple(results, c), ".2f"), verdict])
+            if not all(v.startswith("VALID") for v in verdicts):  # e.g. refused at large n
+                verdict = "; ".join(sorted(verdicts))
+            floor = f.floor_est(c, "floor") if kernel not in FLOORS else None
+            rows.append([kernel, threads, c.n, show(e), show(e, 1e6 / c.n if c.n else 1.0),
+                         show(k),
+                         show(f.speedup_vs_naive(c)) if kernel not in ("naive",) + FLOORS else "-",
+                         show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
+                         show(f.over(c, floor)), verdict])
         out.append(table(rows, markdown))
-    noisy = sorted((c.name, c.cv) for c in results.configs.values() if c.cv and c.cv > 0.05)
-    if noisy:
-        out.append(f"\n{'## ' if markdown else ''}Noise warnings\n")
-        out.append(f"{len(noisy)} configurations spread more than 5% (coefficient of variation "
-                   "of their repetitions); rerun them on a quieter machine:")
-        out += [f"{'- ' if markdown else '  '}{name}: {100 * cv:.1f}%" for name, cv in noisy]
+    notes = {c.name: disturbed(c) for c in run.configs.values()}
+    notes = {k: v for k, v in notes.items() if v}
+    wide = sorted((c.name, f.est(c)) for c in run.configs.values() if f.est(c))
+    wide = [(name, e) for name, e in wide
+            if (e.interval()[2] - e.interval()[1]) > 0.10 * e.value]
+    if notes or wide:
+        out.append(f"\n{'## ' if markdown else ''}Disturbances\n")
+    if notes:
+        out.append(f"{len(notes)} configurations had repetitions disturbed from outside "
+                   "(CPU steal of 1 ms or more, or 50 or more involuntary context switches):")
+        out += [f"{'- ' if markdown else '  '}{name}: {'; '.join(v[:3])}"
+                for name, v in sorted(notes.items())]
+    if wide:
+        out.append(f"{len(wide)} configurations have a 95 % interval wider than 10 % of "
+                   "their median: compare them with care.")
+        out += [f"{'- ' if markdown else '  '}{name}: {show(e)}" for name, e in wide]
     return "\n".join(out) + "\n"
 
 
-FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "repetitions", "median_ms", "min_ms",
-                "max_ms", "cv", "ns_per_particle", "contacts", "contacts_per_particle",
+FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "rounds", "repetitions", "median_ms",
+                "low_ms", "high_ms", "ns_per_particle", "contacts", "contacts_per_particle",
                 "contacts_per_s", "build_ms", "query_ms", "index_bytes",
                 "candidates_per_contact", "table_size", "nonempty_bucket_fraction",
-                "peak_rss_bytes", "verdict"]
+                "peak_rss_bytes", "steal_ms_max", "invol_csw_max", "verdict"]
 
 
-def flatten(results):
+def flatten(f):
     lines = ["\t".join(FLAT_COLUMNS)]
-    for key in sorted(results.configs, key=lambda k: (k[1], kernel_order(k[0]), k[3], k[2])):
-        c = results.configs[key]
-        row = [c.kernel, c.workload, c.n, c.threads, c.repetitions, c.median, c.min, c.max, c.cv]
-        row += [c.counters.get(k) for k in FLAT_COLUMNS[9:-1]]
+    for key in sorted(f.run.configs, key=benchdata.sort_key):
+        c = f.run.configs[key]
+        e = f.est(c)
+        v, lo, hi = e.interval() if e else (None, None, None)
+        row = [c.kernel, c.workload, c.n, c.threads, len(c.rounds), c.repetitions, v, lo, hi]
+        row += [c.counters.get(k) for k in FLAT_COLUMNS[9:-3]]
+        row += [max((float(b.get(k, 0) or 0) for _, b in c.entries), default=None)
+                for k in ("steal_ms", "invol_csw")]
         row.append(c.verdict or "")
         lines.append("\t".join("" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
                                for x in row))
@@ -224,16 +214,17 @@ def flatten(results):
 
 # Plot data: one file per figure, blocks separated by two blank lines (gnuplot's
 # `index`), each block's first line its legend title (`title columnheader(1)`).
+# A figure's value is followed by its interval's low and high.
 
 def write_blocks(path, blocks, titled=True):
     """titled: each block's first line is its legend title (columnheader);
     otherwise a comment (histograms read every line as a bar)."""
-    with open(path, "w") as f:
+    with open(path, "w") as out:
         for title, rows in blocks:
-            f.write(f'"{title}"\n' if titled else f"# {title}\n")
+            out.write(f'"{title}"\n' if titled else f"# {title}\n")
             for r in rows:
-                f.write(" ".join(str(x) for x in r) + "\n")
-            f.write("\n\n")
+                out.write(" ".join(str(x) for x in r) + "\n")
+            out.write("\n\n")
     return len(blocks)
 
 
@@ -242,20 +233,28 @@ def gp_text(x):
     return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
 
 
-def plotdata(all_results, out):
-    os.makedirs(out, exist_ok=True)
-    r = all_results[0]
-    meta = {"subtitle": r.subtitle(), "blocks": {}}
-    lines = r.lines("uniform")
-    naive = {c.n: c.median for c in r.series("uniform", "naive", 1)}
+def vlh(e, scale=1.0):
+    """value low high of an Estimate (NaN NaN NaN when missing)."""
+    if e is None:
+        return ("NaN", "NaN", "NaN")
+    return tuple(x * scale for x in e.interval())
 
-    # scaling: n, median, min, max
+
+def plotdata(all_figures, out):
+    os.makedirs(out, exist_ok=True)
+    f = all_figures[0]
+    r = f.run
+    meta = {"subtitle": f"{r.machine_label()}, {r.date()}, {r.rounds} round(s)", "blocks": {}}
+    lines = [(k, t) for k, t in r.lines("uniform") if k != WRITE]
+    naive = {c.n: c for c in r.series("uniform", "naive", 1)}
+
+    # scaling: n, median, low, high
     blocks = []
     for kernel, threads in lines:
         s = r.series("uniform", kernel, threads)
-        k = exponent(r, kernel, threads)
-        title = line_name(kernel, threads, r) + (f", k = {k:.2f}" if k is not None else "")
-        blocks.append((title, [(c.n, c.median, c.min, c.max) for c in s]))
+        k = f.exponent(kernel, threads) if kernel not in FLOORS else None
+        title = line_name(kernel, threads, r) + (f", k = {show(k)}" if k is not None else "")
+        blocks.append((title, [(c.n, *vlh(f.est(c))) for c in s]))
     meta["blocks"]["scaling"] = write_blocks(os.path.join(out, "scaling.dat"), blocks)
     # guides: O(n) through the fastest line at its smallest n >= FIT_MIN_N, O(n^2)
     # through naive there
@@ -268,83 +267,89 @@ def plotdata(all_results, out):
     if quad:
         meta["quad"] = (quad[0].n, quad[0].median)
 
-    # per_particle: n, ns per particle; the first n where a kernel beats naive is
-    # marked and named in its legend entry
+    # per_particle: n, ns per particle, low, high; the first n where a kernel's
+    # interval lies wholly below naive's is marked and named in its legend entry
     blocks, cross = [], []
     for kernel, threads in lines:
         s = r.series("uniform", kernel, threads)
         title = line_name(kernel, threads, r)
         if kernel != "naive":
-            faster = [c for c in s if c.n in naive and c.median < naive[c.n]]
+            faster = [c for c in s if c.n in naive and
+                      f.est(c).interval()[2] < f.est(naive[c.n]).interval()[1]]
             if faster:
                 c = faster[0]
                 title += f", beats naive from n = {c.n}"
-                cross.append((c.n, c.counters.get("ns_per_particle", c.median * 1e6 / c.n)))
-        blocks.append((title, [(c.n, c.counters.get("ns_per_particle", c.median * 1e6 / c.n))
-                               for c in s]))
+                cross.append((c.n, f.est(c).value * 1e6 / c.n))
+        blocks.append((title, [(c.n, *vlh(f.est(c), 1e6 / c.n)) for c in s]))
     blocks.append(("beats naive from", cross))
     meta["blocks"]["per_particle"] = write_blocks(os.path.join(out, "per_particle.dat"), blocks)
 
-    # doubling: n, t(2n)/t(n)
+    # doubling: n, t(2n)/t(n), low, high
     blocks = []
     for kernel, threads in lines:
-        times = {c.n: c.median for c in r.series("uniform", kernel, threads)}
-        blocks.append((line_name(kernel, threads, r),
-                       [(n, times[2 * n] / times[n]) for n in sorted(times) if 2 * n in times]))
+        by_n = {c.n: c for c in r.series("uniform", kernel, threads)}
+        rows = [(n, *vlh(f.over(by_n[2 * n], f.est(by_n[n])))) for n in sorted(by_n)
+                if 2 * n in by_n]
+        blocks.append((line_name(kernel, threads, r), rows))
     meta["blocks"]["doubling"] = write_blocks(os.path.join(out, "doubling.dat"), blocks)
 
-    # bound: n, time / bound's time at the same n and threads, every kernel line on
-    # uniform (the summary has the other workloads)
+    # bound: n, time / bound's time at the same n and threads, low, high
     blocks = []
     for kernel, threads in lines:
-        rows = [(c.n, bound_multiple(r, c)) for c in r.series("uniform", kernel, threads)]
-        rows = [x for x in rows if x[1] is not None]
-        if kernel != BOUND and rows:
+        if kernel in FLOORS:
+            continue
+        rows = [(c.n, *vlh(x)) for c in r.series("uniform", kernel, threads)
+                for x in [f.over(c, f.floor_est(c, "bound"))] if x is not None]
+        if rows:
             blocks.append((line_name(kernel, threads, r), rows))
     meta["blocks"]["bound"] = write_blocks(os.path.join(out, "bound.dat"), blocks)
 
-    # speedup: n, t(1 thread) / t(T threads), parallel kernels on uniform
+    # speedup: n, t(1 thread) / t(T threads), low, high, parallel kernels on uniform
     blocks = []
     for kernel, threads in lines:
         if threads == 1:
             continue
-        one = {c.n: c.median for c in r.series("uniform", kernel, 1)}
-        blocks.append((f"{kernel}, {threads} threads vs 1",
-                       [(c.n, one[c.n] / c.median) for c in r.series("uniform", kernel, threads)
-                        if c.n in one]))
+        one = {c.n: c for c in r.series("uniform", kernel, 1)}
+        rows = [(c.n, *vlh(f.over(one[c.n], f.est(c))))
+                for c in r.series("uniform", kernel, threads) if c.n in one]
+        blocks.append((f"{kernel}, {threads} threads vs 1", rows))
     meta["blocks"]["speedup"] = write_blocks(os.path.join(out, "speedup.dat"), blocks)
     meta["threads"] = r.max_threads()
 
-    # breakdown: the largest n every kernel line has on uniform; label, build, query
-    common = set.intersection(*[{c.n for c in r.series("uniform", k, t)} for k, t in lines]) \
-        if lines else set()
+    # breakdown: the largest n every kernel line has on uniform; label, build
+    # (value low high), query (value low high)
+    kernel_lines = [(k, t) for k, t in lines if k not in FLOORS]
+    common = set.intersection(*[{c.n for c in r.series("uniform", k, t)}
+                                for k, t in kernel_lines]) if kernel_lines else set()
     n_common = max(common) if common else 0
     rows = []
-    for kernel, threads in lines:
-        c = r.configs.get((kernel, "uniform", n_common, threads))
-        if c and c.median:
-            rows.append((f'"{line_name(kernel, threads, r)}"', c.counters.get("build_ms", 0),
-                         c.counters.get("query_ms", 0)))
+    for kernel, threads in kernel_lines:
+        c = f.config(kernel, "uniform", n_common, threads)
+        if c and c.rounds:
+            rows.append((f'"{line_name(kernel, threads, r)}"',
+                         *vlh(f.counter_est(c, "build_ms")), *vlh(f.counter_est(c, "query_ms"))))
     meta["blocks"]["breakdown"] = write_blocks(os.path.join(out, "breakdown.dat"),
                                                [("build and query", rows)], titled=False)
     breakdown_rows = len(rows)
     meta["breakdown_n"] = n_common
 
-    # workloads: per kernel line, each workload's time and index bytes per particle at
-    # the largest n measured on every workload (100,000 in the default sweep)
+    # workloads: per kernel line, each workload's time (value low high) and then
+    # index bytes per particle at the largest n measured on every workload
     wl = r.workloads()
     n_w = max((n for n in {c.n for c in r.configs.values()}
-               if all(any(c.n == n and c.workload == w and c.median for c in r.configs.values())
+               if all(any(c.n == n and c.workload == w and c.rounds for c in r.configs.values())
                       for w in wl)), default=0)
     rows = []
     for kernel, threads in r.lines():
+        if kernel in FLOORS:
+            continue
         row = [f'"{line_name(kernel, threads, r)}"']
         for w in wl:
-            c = r.configs.get((kernel, w, n_w, threads))
-            row.append(c.median if c and c.median else "NaN")
+            row += vlh(f.est(f.config(kernel, w, n_w, threads)))
         for w in wl:
-            c = r.configs.get((kernel, w, n_w, threads))
-            row.append(c.counters["index_bytes"] / n_w if c and c.median and n_w else "NaN")
+            c = f.config(kernel, w, n_w, threads)
+            row.append(c.counters["index_bytes"] / n_w if c and c.rounds and n_w
+                       and "index_bytes" in c.counters else "NaN")
         rows.append(row)
     meta["blocks"]["workloads"] = write_blocks(os.path.join(out, "workloads.dat"),
                                                [(" ".join(wl), rows)], titled=False)
@@ -356,118 +361,50 @@ def plotdata(all_results, out):
     empty += ["per_particle"] if not lines else []  # its last block (the markers) is always there
     empty += ["breakdown"] if breakdown_rows == 0 else []
     empty += ["workloads"] if n_w == 0 or not rows else []
-    with open(os.path.join(out, "empty.txt"), "w") as f:
-        f.write("".join(name + "\n" for name in empty))
+    with open(os.path.join(out, "empty.txt"), "w") as fh:
+        fh.write("".join(name + "\n" for name in empty))
 
     # machines: each result file's time at the largest uniform n common to all, per
     # kernel; parallel kernels once with 1 thread and once with all of each
     # machine's cores, whatever the core counts
-    if len(all_results) > 1:
+    if len(all_figures) > 1:
+        runs = [x.run for x in all_figures]
         ns = set.intersection(*[{c.n for c in x.configs.values() if c.workload == "uniform"
-                                 and c.median} for x in all_results])
+                                 and c.rounds} for x in runs])
         n_m = max(ns) if ns else 0
-        kernels = sorted({k for x in all_results for k, _ in x.lines("uniform")},
-                         key=kernel_order)
+        kernels = sorted({k for x in runs for k, _ in x.lines("uniform") if k != WRITE},
+                         key=benchdata.kernel_order)
         rows = []
         for kernel in kernels:
-            parallel = any(kernel_parallel(kernel, x) for x in all_results)
+            parallel = any(x.parallel(kernel) for x in runs)
             for all_cores in ((False, True) if parallel else (False,)):
                 label = f"{kernel} T={'all' if all_cores else 1}" if parallel else kernel
                 row = [f'"{label}"']
-                for x in all_results:
-                    c = x.configs.get((kernel, "uniform", n_m,
-                                       x.max_threads() if all_cores else 1))
-                    row.append(c.median if c and c.median else "NaN")
+                for x in all_figures:
+                    c = x.config(kernel, "uniform", n_m, x.run.max_threads() if all_cores else 1)
+                    row += vlh(x.est(c))
                 rows.append(row)
         meta["blocks"]["machines"] = write_blocks(os.path.join(out, "machines.dat"),
                                                   [("machines", rows)], titled=False)
-        meta["machines"] = [x.machine() for x in all_results]
+        meta["machines"] = [x.machine_label() for x in runs]
         meta["machines_n"] = n_m
-    with open(os.path.join(out, "meta.gp"), "w") as f:
-        f.write(f'subtitle = {gp_text(meta["subtitle"])}\n')
+    with open(os.path.join(out, "meta.gp"), "w") as fh:
+        fh.write(f'subtitle = {gp_text(meta["subtitle"])}\n')
         lin, quad = meta.get("lin", (1000, 1.0)), meta.get("quad", (1000, 10.0))
-        f.write(f"lin_n0 = {lin[0]}.0\nlin_t0 = {lin[1]}\nquad_n0 = {quad[0]}.0\n"
-                f"quad_t0 = {quad[1]}\n")
-        f.write(f'threads = {meta["threads"]}\n')
-        f.write(f'breakdown_n = {meta["breakdown_n"]}\n')
-        f.write(f'workloads_n = {meta["workloads_n"]}\n')
-        f.write(f'workloads = "{" ".join(meta["workloads"])}"\n')
+        fh.write(f"lin_n0 = {lin[0]}.0\nlin_t0 = {lin[1]}\nquad_n0 = {quad[0]}.0\n"
+                 f"quad_t0 = {quad[1]}\n")
+        fh.write(f'threads = {meta["threads"]}\n')
+        fh.write(f'breakdown_n = {meta["breakdown_n"]}\n')
+        fh.write(f'workloads_n = {meta["workloads_n"]}\n')
+        fh.write(f'workloads = "{" ".join(meta["workloads"])}"\n')
         for name, count in meta["blocks"].items():
-            f.write(f"blocks_{name} = {count}\n")
+            fh.write(f"blocks_{name} = {count}\n")
         if "machines" in meta:
             for i, m in enumerate(meta["machines"]):
-                f.write(f"machine_{i + 1} = {gp_text(m)}\n")
-            f.write(f'machines_count = {len(meta["machines"])}\n')
-            f.write(f'machines_n = {meta["machines_n"]}\n')
+                fh.write(f"machine_{i + 1} = {gp_text(m)}\n")
+            fh.write(f'machines_count = {len(meta["machines"])}\n')
+            fh.write(f'machines_n = {meta["machines_n"]}\n')
     return meta
-
-
-def pair(path_a, path_b, out):
-    """Copies of two result files whose parallel kernels' all-cores rows share a
-    name when the machines' core counts differ (threads:all(TA|TB))."""
-    a, b = Results(path_a), Results(path_b)
-    ta, tb = a.max_threads(), b.max_threads()
-    os.makedirs(out, exist_ok=True)
-    parallel = {k for r in (a, b) for k, th in r.lines() if th > 1}
-    for t, path, name in ((ta, path_a, "a.json"), (tb, path_b, "b.json")):
-        with open(path) as f:
-            data = json.load(f)
-        if ta != tb:  # a renamed copy of each all-cores row; the originals stay
-            copies = []
-            for bench in data.get("benchmarks", []):
-                m = NAME.match(bench.get("run_name", bench["name"]))
-                if m and m["kernel"] in parallel and int(m["threads"]) == t:
-                    copy = dict(bench)
-                    for field in ("name", "run_name"):
-                        if field in copy:
-                            copy[field] = copy[field].replace(f"/threads:{t}/",
-                                                              f"/threads:all({ta}|{tb})/")
-                    copies.append(copy)
-            data["benchmarks"] = data.get("benchmarks", []) + copies
-        with open(os.path.join(out, name), "w") as f:
-            json.dump(data, f)
-    for r, path in ((a, path_a), (b, path_b)):
-        reps = min((c.repetitions for c in r.configs.values() if c.median), default=0)
-        if reps < 5:
-            print(f"results.py: WARNING: {path} has configurations with only {reps} "
-                  "repetitions; with fewer than 5 the U-test cannot reach significance "
-                  "(with 3 it never can)", file=sys.stderr)
-    if ta != tb:
-        print(f"results.py: the all-cores rows ({ta} and {tb} threads) are paired as "
-              f"threads:all({ta}|{tb})", file=sys.stderr)
-
-
-def ratios(compare_json, path_a, path_b, out):
-    """Plot data for plots/compare.gp: per kernel line on uniform, n, the ratio of
-    medians (B / A) and whether the U-test found the difference significant."""
-    a, b = Results(path_a), Results(path_b)
-    pvalues = {}
-    with open(compare_json) as f:
-        for entry in json.load(f):
-            utest = entry.get("utest") or {}
-            if "time_pvalue" in utest:
-                pvalues[entry["name"].replace("/manual_time", "")] = utest["time_pvalue"]
-    os.makedirs(out, exist_ok=True)
-    blocks = []
-    ta, tb = a.max_threads(), b.max_threads()
-    for kernel, threads in a.lines("uniform"):
-        # the all-cores rows pair up whatever the two machines' core counts
-        other = tb if threads == ta and threads > 1 else threads
-        rows = []
-        for ca in a.series("uniform", kernel, threads):
-            cb = b.configs.get((kernel, "uniform", ca.n, other))
-            if cb and cb.median:
-                name = ca.name if other == threads else ca.name.replace(
-                    f"/threads:{threads}", f"/threads:all({ta}|{tb})")
-                p = pvalues.get(name)
-                rows.append((ca.n, cb.median / ca.median, 1 if p is not None and p < 0.05 else 0))
-        if rows:
-            title = line_name(kernel, threads, a) + (f" vs T={other}" if other != threads else "")
-            blocks.append((title, rows))
-    write_blocks(os.path.join(out, "compare.dat"), blocks)
-    with open(os.path.join(out, "meta.gp"), "w") as f:
-        f.write(f"subtitle = {gp_text('A: ' + a.subtitle() + '; B: ' + b.subtitle())}\n")
-        f.write(f"blocks_compare = {len(blocks)}\n")
 
 
 def main(argv):
@@ -480,23 +417,21 @@ def main(argv):
         i = args.index("--out")
         out = args[i + 1]
         args = args[:i] + args[i + 2:]
-    if cmd == "summary":
-        r = Results(args[0])
-        sys.stdout.write(summary(r, "--markdown" in args))
-        return 1 if any(c.verdict and c.verdict.startswith("INVALID")
-                        for c in r.configs.values()) else 0
-    if cmd == "flatten":
-        sys.stdout.write(flatten(Results(args[0])))
-        return 0
-    if cmd == "plotdata":
-        plotdata([Results(p) for p in args], out)
-        return 0
-    if cmd == "pair":
-        pair(args[0], args[1], out)
-        return 0
-    if cmd == "ratios":
-        ratios(args[0], args[1], args[2], out)
-        return 0
+    try:
+        if cmd == "summary":
+            f = Figures(args[0])
+            sys.stdout.write(summary(f, "--markdown" in args))
+            return 1 if any(c.verdict and c.verdict.startswith("INVALID")
+                            for c in f.run.configs.values()) else 0
+        if cmd == "flatten":
+            sys.stdout.write(flatten(Figures(args[0])))
+            return 0
+        if cmd == "plotdata":
+            plotdata([Figures(p) for p in args], out)
+            return 0
+    except benchdata.FormatError as e:
+        print(f"results.py: {e}", file=sys.stderr)
+        return 2
     print(f"results.py: unknown command '{cmd}'", file=sys.stderr)
     return 2
 

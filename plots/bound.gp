@@ -4,9 +4,9 @@
 # thread count.
 name = "bound"
 load plots.'/common.gp'
-set title titled("Time as a multiple of the floor (bound: binning + contact count, no output; uniform)")
+set title titled("Time as a multiple of bound: grid\\_sorted's binning + contact count, no output (uniform)")
 set xlabel "particles n"
-set ylabel "time / bound's time (same n, same threads)"
+set ylabel "time / bound's time (same n, threads; bars: 95% interval)"
 set logscale xy
 set format x "10^{%L}"
 set yrange [0.8:*]
@@ -17,6 +17,6 @@ if (blocks_bound == 0) {
     set yrange [1:10]
     plot NaN notitle
 } else {
-    plot for [i=0:blocks_bound-1] data.'/bound.dat' index i using 1:2 \
-             with linespoints ls i+1 title columnheader(1)
+    plot for [i=0:blocks_bound-1] data.'/bound.dat' index i using 1:2:3:4 \
+             with yerrorlines ls i+1 title columnheader(1)
 }

@@ -1,10 +1,10 @@
 # scaling - search time vs n, log-log, every kernel on uniform: median with
-# min-max bars, dashed O(n) and O(n^2) guides, fitted exponents in the legend.
+# 95% interval bars, dashed O(n) and O(n^2) guides, fitted exponents in the legend.
 name = "scaling"
 load plots.'/common.gp'
 set title titled("Time per search vs particle count (uniform, about 30 contacts per particle)")
 set xlabel "particles n"
-set ylabel "time per search, ms (median, bars: min-max)"
+set ylabel "time per search, ms (median, bars: 95% interval)"
 set logscale xy
 set format x "10^{%L}"
 set format y "10^{%L}"

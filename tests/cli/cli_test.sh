@@ -1844,11 +1844,19 @@ case_threads_cap() {
 
 # Memory of a refused search does not grow with the thread count: 100,000
 # coincident particles (5e9 contacts) with --max-contacts 2,000,000 (48 MB of
-# contacts) at 1, 2 and 8 threads; the peak stays below 40 MB + 3 x 48 MB.
+# contacts) at 1, 2 and 8 threads. The peak stays below the baseline (grid_sorted,
+# which counts first and allocates no contacts) plus 4 x 48 MB: room for the
+# list's doubling and the per-thread buffers (at most twice the limit in all),
+# and for a sanitizer's allocator; a limit per thread would take 8 x 48 MB at 8.
 case_refusal_memory() {
     [ -n "${NS_PEAK_RSS:-}" ] && [ -x "$NS_PEAK_RSS" ] || { echo "SKIP: no peak_rss helper"; exit 77; }
     awk 'BEGIN { print "x,y,z,r"; for (i = 0; i < 100000; i++) print "1,2,3,0.5" }' >same.csv
-    local limit=2000000 bound_kb=$(((40 + 3 * 48) * 1024)) k t kb
+    local limit=2000000 k t kb base_kb bound_kb
+    "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel grid_sorted --input same.csv --threads 1 \
+        --max-contacts "$limit" --output out.csv 2>/dev/null
+    base_kb=$(cat "$K/rss")
+    bound_kb=$((base_kb + 4 * 48 * 1024))
+    note "baseline $((base_kb / 1024)) MB, bound $((bound_kb / 1024)) MB"
     load_kernels
     for k in "${KERNELS[@]}"; do
         for t in 1 2 8; do

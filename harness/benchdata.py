@@ -1,0 +1,189 @@
+"""nsearch-bench results: the one loader of Google Benchmark JSON result files.
+
+    run = benchdata.load("results/HOST/STAMP/bench.json")
+    c = run.configs[("grid_sorted", "uniform", 100000, 2)]
+    c.rounds      # [array of repetition times in ms, one per round], rounds in order
+
+Two layouts load the same way:
+
+  * one process (today's files, parts merged by jq): {"context": {...},
+    "benchmarks": [...]}; every entry belongs to round 1.
+  * the sweep's rounds: {"context": {..., "rounds": R}, "contexts": [{"part": P,
+    "round": r, ...}, ...], "benchmarks": [{..., "round": r, "part": P}, ...]}.
+    A round runs every configuration once, in one process per part; rounds are
+    separate processes, so the spread between rounds shows what one process alone
+    cannot (placement, frequency, memory layout).
+
+Only the iteration entries (`run_type: "iteration"`, one per repetition) are
+timings; Google Benchmark's aggregates (mean, median, stddev, ...) are ignored.
+"""
+import json
+import re
+from collections import defaultdict
+
+import numpy as np
+
+NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
+KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel", "grid_sorted",
+           "bound", "write"]
+WORKLOADS = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
+TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+class Config:
+    """One kernel/workload/n/threads configuration: its repetition times per round."""
+
+    def __init__(self, kernel, workload, n, threads):
+        self.kernel, self.workload, self.n, self.threads = kernel, workload, n, threads
+        self.rounds = []        # np.ndarray of times in ms per round, in round order
+        self.round_ids = []     # the round number of each entry of rounds
+        self.counters = {}      # the first iteration entry (contacts, index_bytes, ...)
+        self.entries = []       # (round, iteration entry) of every repetition, for
+                                # per-repetition counters (build_ms, steal_ms, ...)
+        self.verdict = None     # the check's label, or the error message
+
+    @property
+    def key(self):
+        return (self.kernel, self.workload, self.n, self.threads)
+
+    @property
+    def name(self):
+        return f"{self.kernel}/{self.workload}/n:{self.n}/threads:{self.threads}"
+
+    @property
+    def repetitions(self):
+        return sum(len(r) for r in self.rounds)
+
+    @property
+    def times(self):
+        """Every repetition of every round, pooled."""
+        return np.concatenate(self.rounds) if self.rounds else np.empty(0)
+
+    @property
+    def median(self):
+        """Median of the pooled repetitions; None when nothing was timed."""
+        return float(np.median(self.times)) if self.rounds else None
+
+    def counter_rounds(self, name):
+        """A per-repetition counter (e.g. build_ms) as rounds, like rounds; [] when
+        the entries lack it."""
+        per = defaultdict(list)
+        for rnd, b in self.entries:
+            if name in b:
+                per[rnd].append(float(b[name]))
+        return [np.asarray(per[r]) for r in sorted(per)]
+
+    @property
+    def valid(self):
+        return bool(self.verdict and self.verdict.startswith("VALID"))
+
+    def __repr__(self):
+        return f"Config({self.name}, rounds={[len(r) for r in self.rounds]})"
+
+
+class Run:
+    """One result file: its context(s) and configurations."""
+
+    def __init__(self, path, context, contexts, configs):
+        self.path, self.context, self.contexts, self.configs = path, context, contexts, configs
+
+    @property
+    def rounds(self):
+        """Distinct rounds measured (1 for a file without rounds)."""
+        return len({r for c in self.configs.values() for r in c.round_ids}) or 1
+
+    def machine_label(self):
+        """CPU model and cores, and host: 'AMD EPYC 9R14, 2 cores (host vm)'."""
+        ctx = self.context
+        cores = ctx.get("cores_online", ctx.get("num_cpus", "?"))
+        return f"{ctx.get('cpu_model', '?')}, {cores} cores (host {ctx.get('host_name', '?')})"
+
+    def date(self):
+        return str(self.context.get("date", "?"))[:10]
+
+    def max_threads(self):
+        return max((c.threads for c in self.configs.values()), default=1)
+
+    def parallel(self, kernel):
+        """Whether the kernel was measured with more than one thread."""
+        return any(c.threads > 1 for c in self.configs.values() if c.kernel == kernel)
+
+    def workloads(self):
+        found = {c.workload for c in self.configs.values()}
+        return [w for w in WORKLOADS if w in found] + sorted(found - set(WORKLOADS))
+
+    def lines(self, workload=None):
+        """(kernel, threads) pairs in table order, for a workload or all."""
+        return sorted({(c.kernel, c.threads) for c in self.configs.values()
+                       if workload is None or c.workload == workload},
+                      key=lambda kt: (kernel_order(kt[0]), kt[1]))
+
+    def series(self, workload, kernel, threads):
+        """The timed configurations of one line, by n."""
+        return sorted((c for c in self.configs.values() if c.rounds and c.workload == workload
+                       and c.kernel == kernel and c.threads == threads), key=lambda c: c.n)
+
+
+def kernel_order(kernel):
+    return (KERNELS.index(kernel) if kernel in KERNELS else len(KERNELS), kernel)
+
+
+def workload_order(workload):
+    return (WORKLOADS.index(workload) if workload in WORKLOADS else len(WORKLOADS), workload)
+
+
+def sort_key(key):
+    """Table order of a (kernel, workload, n, threads) key: workload, kernel, threads, n."""
+    kernel, workload, n, threads = key
+    return (workload_order(workload), kernel_order(kernel), threads, n)
+
+
+class FormatError(ValueError):
+    """A result file this loader cannot read."""
+
+
+def load(path):
+    """Reads a result file (one process or the sweep's rounds) into a Run."""
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise FormatError(f"{path}: not JSON ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise FormatError(f"{path}: no 'benchmarks' list (not a Google Benchmark result file)")
+    context = data.get("context") or {}
+    contexts = data.get("contexts") or [context]
+    configs = {}
+    times = defaultdict(lambda: defaultdict(list))  # key -> round -> [ms]
+    parts = defaultdict(dict)                       # key -> round -> part
+    for b in data["benchmarks"]:
+        m = NAME.match(b.get("run_name") or b.get("name", ""))
+        if not m or b.get("run_type") == "aggregate":
+            continue
+        key = (m["kernel"], m["workload"], int(m["n"]), int(m["threads"]))
+        c = configs.get(key) or Config(*key)
+        configs[key] = c
+        rnd, part = int(b.get("round", 1)), b.get("part")
+        if parts[key].setdefault(rnd, part) != part:
+            raise FormatError(f"{path}: {c.name} measured by two processes in round {rnd} "
+                              f"({parts[key][rnd]} and {part})")
+        if b.get("error_occurred"):
+            c.verdict = b.get("error_message") or "error"
+            continue
+        label = b.get("label")
+        # a failed check in any round outweighs the others' VALID
+        if label and (c.verdict is None or (label.startswith("INVALID")
+                                            and c.verdict.startswith("VALID"))):
+            c.verdict = label
+        unit = b.get("time_unit", "ms")
+        if unit not in TO_MS:
+            raise FormatError(f"{path}: {c.name}: unknown time unit '{unit}'")
+        times[key][rnd].append(float(b["real_time"]) * TO_MS[unit])
+        c.entries.append((rnd, b))
+        if not c.counters:
+            c.counters = b
+    for key, per_round in times.items():
+        c = configs[key]
+        c.round_ids = sorted(per_round)
+        c.rounds = [np.asarray(per_round[r]) for r in c.round_ids]
+    return Run(path, context, contexts, configs)

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""nsearch-bench: compare two result files, configuration by configuration.
+
+    compare.py A.json B.json --out DIR [--band 0.05] [--allow-different-builds]
+                             [--replicates 2000]
+
+For each configuration both files measured: A's and B's median times (ms) and
+the ratio B / A, each with its 95 % interval from a nested bootstrap over rounds
+(processes) and repetitions (harness/stats.py), and a verdict on B: faster when
+the interval of B / A lies wholly below 1 - band, slower wholly above 1 + band,
+equivalent wholly inside [1 - band, 1 + band], otherwise inconclusive. The
+all-cores rows of parallel kernels pair up across machines with different core
+counts (threads:all(TA|TB)). Per kernel, threads and workload: the geometric mean
+of B / A over n, with its interval from the same replicates.
+
+Writes DIR/compare.txt (also printed), DIR/compare.tsv (one row per
+configuration), DIR/compare_kernels.tsv (the geometric means) and the plot data
+of plots/compare.gp: DIR/data/compare.dat (per kernel line on uniform: n, ratio,
+low, high, verdict code 0 equivalent, 1 faster, 2 slower, 3 inconclusive) and
+DIR/data/meta.gp.
+
+The two files must come from the same build (git_commit and compile_flags of
+their contexts) unless --allow-different-builds. Exit status: 0 after a
+comparison (whatever the verdicts), 2 on a usage error or different builds, 1
+when a file cannot be read or the files share no configuration.
+"""
+import argparse
+import os
+import sys
+
+try:
+    import numpy as np
+
+    import benchdata
+    import stats
+except ImportError as e:  # numpy and scipy: Debian's python3-numpy and python3-scipy
+    print(f"compare.py: {e}; it needs numpy and scipy (Debian: apt-get install "
+          "python3-numpy python3-scipy, then run it with /usr/bin/python3)", file=sys.stderr)
+    sys.exit(1)
+
+BUILD_FIELDS = ("git_commit", "compile_flags")
+ONE_PROCESS_NOTE = ("* one round only: the interval covers the spread of the repetitions "
+                    "within one process, not the spread between processes, so it is too "
+                    "narrow to decide between two processes (or machines); measure several "
+                    f"rounds (the sweep's default is {stats.DEFAULT_ROUNDS}).")
+
+
+class Row:
+    """One compared configuration: A's and B's configs, threads as shown."""
+
+    def __init__(self, threads, a, b):
+        self.threads, self.a, self.b = threads, a, b
+        self.kernel, self.workload, self.n = a.kernel, a.workload, a.n
+        self.name = f"{self.kernel}/{self.workload}/n:{self.n}/threads:{threads}"
+        self.one_process = len(a.rounds) < 2 or len(b.rounds) < 2
+        self.est_a = self.est_b = self.ratio = None
+        self.verdict = "not timed"
+
+    def measure(self, replicates, band):
+        if not (self.a.rounds and self.b.rounds):
+            return
+        rng = stats.generator(self.name)  # A's then B's replicates, independent
+        self.est_a = stats.bootstrap(self.a.rounds, replicates, rng)
+        self.est_b = stats.bootstrap(self.b.rounds, replicates, rng)
+        self.ratio = stats.derived(np.divide, self.est_b, self.est_a)
+        self.verdict = stats.verdict(*self.ratio.interval()[1:], band)
+
+    def sort_key(self):
+        return (benchdata.workload_order(self.workload), benchdata.kernel_order(self.kernel),
+                threads_order(self.threads), self.n)
+
+
+def threads_order(threads):
+    """A thread count, then the all-cores pairs."""
+    return (0, int(threads)) if threads.isdigit() else (1, 0)
+
+
+def builds_differ(a, b):
+    """The build fields whose values differ between the two files (or within one)."""
+    out = []
+    for field in BUILD_FIELDS:
+        va = {str(c.get(field)) for c in [a.context] + a.contexts}
+        vb = {str(c.get(field)) for c in [b.context] + b.contexts}
+        if va != vb or len(va) > 1:
+            out.append(f"{field} differs (A {' / '.join(sorted(va))!r}, "
+                       f"B {' / '.join(sorted(vb))!r})")
+    return out
+
+
+def pair(a, b):
+    """Rows for the configurations both files share, and, when the machines' core
+    counts differ, the all-cores rows of parallel kernels paired up."""
+    rows = [Row(str(key[3]), a.configs[key], b.configs[key])
+            for key in a.configs.keys() & b.configs.keys()]
+    ta, tb = a.max_threads(), b.max_threads()
+    if ta != tb:
+        parallel = {k for r in (a, b) for k, t in r.lines() if t > 1}
+        for (kernel, workload, n, t), ca in a.configs.items():
+            cb = b.configs.get((kernel, workload, n, tb))
+            if kernel in parallel and t == ta and cb:
+                rows.append(Row(f"all({ta}|{tb})", ca, cb))
+    return sorted(rows, key=Row.sort_key)
+
+
+def unshared(a, b, rows):
+    """Configurations of each file that no row compares."""
+    used_a = {r.a.key for r in rows}
+    used_b = {r.b.key for r in rows}
+    only_a = [c for k, c in a.configs.items() if k not in used_a]
+    only_b = [c for k, c in b.configs.items() if k not in used_b]
+    order = lambda c: benchdata.sort_key(c.key)
+    return sorted(only_a, key=order), sorted(only_b, key=order)
+
+
+def kernel_means(rows):
+    """Per workload, kernel and threads: the geometric mean of B / A over n."""
+    groups = {}
+    for r in rows:
+        if r.ratio is not None:
+            groups.setdefault((r.workload, r.kernel, r.threads), []).append(r)
+    out = []
+    for (workload, kernel, threads), rs in groups.items():
+        mean = stats.geometric_mean(*(r.ratio for r in rs))
+        out.append({"workload": workload, "kernel": kernel, "threads": threads,
+                    "ns": [r.n for r in rs], "mean": mean,
+                    "one_process": any(r.one_process for r in rs)})
+    return sorted(out, key=lambda m: (benchdata.workload_order(m["workload"]),
+                                      benchdata.kernel_order(m["kernel"]),
+                                      threads_order(m["threads"])))
+
+
+def describe(run):
+    rounds = sorted({len(c.rounds) for c in run.configs.values() if c.rounds})
+    reps = sorted({len(x) for c in run.configs.values() for x in c.rounds})
+    span = lambda v: "?" if not v else str(v[0]) if v[0] == v[-1] else f"{v[0]}-{v[-1]}"
+    ctx = run.context
+    commit = str(ctx.get("git_commit", "?"))[:12]
+    modified = " (modified)" if ctx.get("git_modified") == "true" else ""
+    return (f"{run.path}: {run.machine_label()}; {run.date()}; commit {commit}{modified}; "
+            f"{span(rounds)} round{'s' if rounds != [1] else ''} x {span(reps)} repetitions")
+
+
+def table(rows):
+    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(str(x).ljust(widths[c]) for c, x in enumerate(r)).rstrip()
+                     for r in rows)
+
+
+def interval_text(est):
+    return stats.format_interval(*est.interval()) if est is not None else "-"
+
+
+def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
+    out = ["nsearch-bench comparison: B against A, configuration by configuration",
+           f"A: {describe(a)}", f"B: {describe(b)}"]
+    out += [f"Different builds (compared anyway): {n}" for n in build_notes]
+    out.append(f"Times are medians in ms; [low, high] the 95 % interval (nested bootstrap "
+               f"over rounds and repetitions, {replicates} replicates). B/A is the ratio of "
+               f"the medians; verdict on B: faster (slower) when the interval of B/A lies "
+               f"wholly below {1 - band:g} (above {1 + band:g}), equivalent when wholly "
+               f"inside [{1 - band:g}, {1 + band:g}], inconclusive otherwise.")
+    ta, tb = a.max_threads(), b.max_threads()
+    if ta != tb:
+        out.append(f"The all-cores rows of parallel kernels ({ta} threads on A, {tb} on B) "
+                   f"are paired as threads:all({ta}|{tb}).")
+    star = lambda one: "*" if one else ""
+    lines = [["configuration", "A ms [95 %]", "B ms [95 %]", "B/A [95 %]", "verdict"]]
+    for r in rows:
+        verdict = r.verdict + star(r.one_process)
+        if r.ratio is None:
+            verdict += " (" + "; ".join(f"{side}: {c.verdict or 'no repetitions'}"
+                                        for side, c in (("A", r.a), ("B", r.b))
+                                        if not c.rounds) + ")"
+        lines.append([r.name, interval_text(r.est_a), interval_text(r.est_b),
+                      interval_text(r.ratio), verdict])
+    out += ["", table(lines)]
+    counts = {v: sum(1 for r in rows if r.verdict == v) for v in stats.VERDICTS}
+    out.append("\n" + ", ".join(f"{v} {counts[v]}" for v in stats.VERDICTS if counts[v])
+               + f" (of {len(rows)} configurations)")
+    if any(r.one_process for r in rows):
+        out.append(ONE_PROCESS_NOTE)
+
+    out += ["", "Per kernel: geometric mean of B/A over n"]
+    lines = [["workload", "kernel", "threads", "n", "B/A [95 %]", "verdict"]]
+    for m in means:
+        _, low, high = m["mean"].interval()
+        ns = m["ns"]
+        lines.append([m["workload"], m["kernel"], m["threads"],
+                      f"{min(ns)}-{max(ns)} ({len(ns)})" if len(ns) > 1 else str(ns[0]),
+                      interval_text(m["mean"]),
+                      stats.verdict(low, high, band) + star(m["one_process"])])
+    out += ["", table(lines)] if means else ["(none)"]
+
+    failed = [(side, c) for r in rows for side, c in (("A", r.a), ("B", r.b))
+              if c.verdict and c.verdict.startswith("INVALID")]
+    if failed:
+        out += ["", "Contacts differ from the reference (their times compare a wrong result):"]
+        out += [f"  {side}: {c.name}: {c.verdict}" for side, c in failed]
+    out += ["", "Configurations found in only one file (not compared)"]
+    for side, only in (("A", only_a), ("B", only_b)):
+        groups = {}
+        for c in only:  # one line per kernel, workload and threads
+            groups.setdefault(f"{c.kernel}/{c.workload}/threads:{c.threads}", []).append(c.n)
+        out += [f"  only in {side}: {line} at n = {', '.join(map(str, ns))}"
+                for line, ns in groups.items()] or [f"  only in {side}: none"]
+    return "\n".join(out) + "\n"
+
+
+def num(x):
+    return "" if x is None else f"{x:.6g}"
+
+
+def write_tsv(path, rows):
+    cols = ["configuration", "workload", "kernel", "threads", "n", "a_ms", "a_low", "a_high",
+            "a_rounds", "a_repetitions", "b_ms", "b_low", "b_high", "b_rounds",
+            "b_repetitions", "ratio", "ratio_low", "ratio_high", "verdict", "one_process",
+            "a_check", "b_check"]
+    with open(path, "w") as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            cells = [r.name, r.workload, r.kernel, r.threads, r.n]
+            for c, e in ((r.a, r.est_a), (r.b, r.est_b)):
+                cells += [num(x) for x in (e.interval() if e else (None,) * 3)]
+                cells += [len(c.rounds), c.repetitions]
+            cells += [num(x) for x in (r.ratio.interval() if r.ratio else (None,) * 3)]
+            cells += [r.verdict, int(r.one_process), r.a.verdict or "", r.b.verdict or ""]
+            f.write("\t".join(str(x) for x in cells) + "\n")
+
+
+def write_kernels_tsv(path, means, band):
+    with open(path, "w") as f:
+        f.write("workload\tkernel\tthreads\tn_count\tn_min\tn_max\tratio\tratio_low\t"
+                "ratio_high\tverdict\tone_process\n")
+        for m in means:
+            est, low, high = m["mean"].interval()
+            f.write("\t".join(str(x) for x in [
+                m["workload"], m["kernel"], m["threads"], len(m["ns"]), min(m["ns"]),
+                max(m["ns"]), num(est), num(low), num(high), stats.verdict(low, high, band),
+                int(m["one_process"])]) + "\n")
+
+
+def gp_text(x):
+    """A gnuplot string literal whose _ shows literally in enhanced text."""
+    return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
+
+
+def write_plot_data(out, a, b, rows, band):
+    """compare.dat: per kernel line on uniform, n ratio low high code; meta.gp."""
+    os.makedirs(out, exist_ok=True)
+    lines = {}
+    for r in rows:
+        if r.workload == "uniform" and r.ratio is not None:
+            lines.setdefault((r.kernel, r.threads), []).append(r)
+    blocks = 0
+    with open(os.path.join(out, "compare.dat"), "w") as f:
+        for (kernel, threads), rs in lines.items():
+            parallel = a.parallel(kernel) or b.parallel(kernel)
+            f.write(f'"{kernel} T={threads}"\n' if parallel else f'"{kernel}"\n')
+            for r in sorted(rs, key=lambda r: r.n):
+                est, low, high = r.ratio.interval()
+                f.write(f"{r.n} {est:.6g} {low:.6g} {high:.6g} "
+                        f"{stats.VERDICTS.index(r.verdict)}\n")
+            f.write("\n\n")
+            blocks += 1
+    # the y range: every interval and the band, with a margin
+    ends = [x for rs in lines.values() for r in rs for x in r.ratio.interval()[1:]]
+    ends = [x for x in ends if np.isfinite(x) and x > 0] + [1 - band, 1 + band]
+    one = any(r.one_process for r in rows)
+    subtitle = f"A: {a.machine_label()}, {a.date()}; B: {b.machine_label()}, {b.date()}"
+    with open(os.path.join(out, "meta.gp"), "w") as f:
+        f.write(f"subtitle = {gp_text(subtitle)}\n")
+        f.write(f"blocks_compare = {blocks}\n")
+        f.write(f"band = {band:g}\n")
+        f.write(f"one_process = {int(one)}\n")
+        f.write(f"ratio_min = {min(ends) / 1.15:.6g}\nratio_max = {max(ends) * 1.15:.6g}\n")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="compare.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("a", metavar="A.json")
+    p.add_argument("b", metavar="B.json")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--band", type=float, default=stats.BAND,
+                   help="ratios within 1 +- band are equivalent (default %(default)s)")
+    p.add_argument("--allow-different-builds", action="store_true",
+                   help="compare files whose git_commit or compile_flags differ")
+    p.add_argument("--replicates", type=int, default=stats.DEFAULT_B,
+                   help="bootstrap replicates (default %(default)s)")
+    args = p.parse_args(argv)
+    if not 0 < args.band < 1:
+        p.error(f"--band {args.band:g} is not between 0 and 1")
+    if args.replicates < 100:
+        p.error("--replicates must be at least 100")
+    for path in (args.a, args.b):
+        if not os.path.isfile(path):
+            p.error(f"no such results file: {path}")
+    try:
+        a, b = benchdata.load(args.a), benchdata.load(args.b)
+    except (OSError, benchdata.FormatError) as e:
+        print(f"compare.py: {e}", file=sys.stderr)
+        return 1
+    differ = builds_differ(a, b)
+    if differ and not args.allow_different_builds:
+        print(f"compare.py: different builds: {'; '.join(differ)}; "
+              "--allow-different-builds compares them anyway", file=sys.stderr)
+        return 2
+    rows = pair(a, b)
+    for r in rows:
+        r.measure(args.replicates, args.band)
+    means = kernel_means(rows)
+    only_a, only_b = unshared(a, b, rows)
+    text = report(a, b, rows, means, only_a, only_b, args.band, args.replicates, differ)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "compare.txt"), "w") as f:
+        f.write(text)
+    write_tsv(os.path.join(args.out, "compare.tsv"), rows)
+    write_kernels_tsv(os.path.join(args.out, "compare_kernels.tsv"), means, args.band)
+    write_plot_data(os.path.join(args.out, "data"), a, b, rows, args.band)
+    sys.stdout.write(text)
+    if not rows:
+        print("compare.py: the two files share no configuration", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

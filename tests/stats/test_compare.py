@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""harness/compare.py on the synthetic pairs of tests/stats/ and on today's files
+(tests/plots/a.json, b.json); plots/compare.gp on its data.
+
+    test_compare.py [AA | TwoX | Builds | Unshared | OldFormat | Usage | Plot]
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import helpers
+
+PLOTS_A = os.path.join(helpers.ROOT, "tests", "plots", "a.json")
+PLOTS_B = os.path.join(helpers.ROOT, "tests", "plots", "b.json")
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="stats-compare-")
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def compare(self, a, b, *args, status=0):
+        p = helpers.run_compare(a, b, "--out", self.out, *args)
+        self.assertEqual(p.returncode, status, p.stdout + p.stderr)
+        return p
+
+    def text(self):
+        with open(os.path.join(self.out, "compare.txt")) as f:
+            return f.read()
+
+    def rows(self):
+        return helpers.read_tsv(os.path.join(self.out, "compare.tsv"))
+
+    def kernels(self):
+        return helpers.read_tsv(os.path.join(self.out, "compare_kernels.tsv"))
+
+    def variant(self, source, **context):
+        """A copy of a result file whose context fields (every part's) are changed."""
+        with open(source) as f:
+            data = json.load(f)
+        for ctx in [data["context"]] + data.get("contexts", []):
+            ctx.update(context)
+        path = os.path.join(self.tmp, "variant.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+
+class AA(Case):
+    """The same machine and build measured twice: no verdict says faster or slower."""
+
+    def test_aa(self):
+        self.compare(helpers.fixture("aa_a.json"), helpers.fixture("aa_b.json"))
+        rows = self.rows()
+        self.assertEqual(len(rows), 17)
+        verdicts = {r["verdict"] for r in rows} | {k["verdict"] for k in self.kernels()}
+        self.assertLessEqual(verdicts, {"equivalent", "inconclusive"}, verdicts)
+        self.assertIn("equivalent", verdicts)
+        self.assertTrue(all(r["one_process"] == "0" for r in rows))
+        self.assertNotIn("one round only", self.text())
+
+
+class TwoX(Case):
+    """B twice as slow everywhere, on 4 cores against 2: every verdict slower, the
+    all-cores rows paired as threads:all(2|4)."""
+
+    def test_twox(self):
+        p = self.compare(helpers.fixture("aa_a.json"), helpers.fixture("twox_b.json"))
+        rows, kernels = self.rows(), self.kernels()
+        self.assertEqual({r["verdict"] for r in rows}, {"slower"})
+        self.assertEqual({k["verdict"] for k in kernels}, {"slower"})
+        for r in rows:
+            self.assertTrue(float(r["ratio_low"]) < 2 < float(r["ratio_high"]) or
+                            abs(float(r["ratio"]) - 2) < 0.1, r)
+        paired = [r for r in rows if r["threads"] == "all(2|4)"]
+        self.assertEqual(len(paired), 6)
+        self.assertIn("grid_sorted/uniform/n:100000/threads:all(2|4)", self.text())
+        self.assertIn("Synthetic CPU A, 2 cores (host alpha)", self.text())
+        self.assertIn("Synthetic CPU B, 4 cores (host beta)", self.text())
+        self.assertIn("Per kernel: geometric mean of B/A over n", self.text())
+        self.assertEqual(p.stdout, self.text())
+
+
+class Builds(Case):
+    """Different commits or compile flags: refused (exit 2, the field named) unless
+    --allow-different-builds."""
+
+    def test_builds(self):
+        a = helpers.fixture("aa_a.json")
+        for field, value in (("git_commit", "0" * 40), ("compile_flags", "-O2")):
+            b = self.variant(helpers.fixture("aa_b.json"), **{field: value})
+            shutil.rmtree(self.out, ignore_errors=True)
+            p = self.compare(a, b, status=2)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(field, p.stderr)
+            other = {"git_commit", "compile_flags"} - {field}
+            self.assertNotIn(other.pop(), p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.out, "compare.txt")))
+            self.compare(a, b, "--allow-different-builds")
+            self.assertIn(f"Different builds (compared anyway): {field} differs", self.text())
+
+
+class Unshared(Case):
+    """The configurations found in only one file are listed, not compared."""
+
+    def test_unshared(self):
+        self.compare(helpers.fixture("aa_a.json"), helpers.fixture("twox_b.json"))
+        text = self.text()
+        self.assertIn("only in A: naive/dambreak/threads:1 at n = 10000", text)
+        self.assertIn("only in B: grid_dense/uniform/threads:1 at n = 100000", text)
+        names = {r["configuration"] for r in self.rows()}
+        self.assertNotIn("naive/dambreak/n:10000/threads:1", names)
+        self.assertNotIn("grid_dense/uniform/n:100000/threads:1", names)
+
+
+class OldFormat(Case):
+    """Today's files (one process, no rounds) still compare; every verdict carries
+    the one-process mark and its footnote."""
+
+    def test_old_format(self):
+        p = self.compare(PLOTS_A, PLOTS_B, status=2)  # they come from two builds
+        self.assertIn("git_commit", p.stderr)
+        self.compare(PLOTS_A, PLOTS_B, "--allow-different-builds")
+        text = self.text()
+        self.assertIn("hash_parallel/uniform/n:1000/threads:1 ", text)
+        self.assertIn("hash_parallel/uniform/n:1000/threads:all(2|1)", text)
+        self.assertIn("* one round only", text)
+        table = text.split("\n\n")[1].splitlines()[1:]
+        self.assertTrue(table)
+        self.assertTrue(all(line.endswith("*") for line in table), table)
+        self.assertTrue(all(r["one_process"] == "1" for r in self.rows()))
+        with open(os.path.join(self.out, "data", "meta.gp")) as f:
+            self.assertIn("one_process = 1", f.read())
+
+
+class Usage(Case):
+    """Usage errors exit 2; an unreadable file exits 1."""
+
+    def test_usage(self):
+        a = helpers.fixture("aa_a.json")
+        self.assertEqual(helpers.run_compare(a, "--out", self.out).returncode, 2)
+        self.assertEqual(helpers.run_compare(a, a).returncode, 2)  # no --out
+        self.compare(a, os.path.join(self.tmp, "missing.json"), status=2)
+        self.compare(a, a, "--band", "1.5", status=2)
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        p = self.compare(a, bad, status=1)
+        self.assertIn("not JSON", p.stderr)
+
+
+@unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")
+class Plot(Case):
+    """plots/compare.gp draws compare.png and compare.svg from compare.py's data,
+    and a figure with nothing on uniform too."""
+
+    def draw(self):
+        for fmt in ("png", "svg"):
+            subprocess.run(["gnuplot", "-e", f"data='{self.out}/data'; out='{self.out}'; "
+                            f"fmt='{fmt}'; plots='{helpers.ROOT}/plots'",
+                            os.path.join(helpers.ROOT, "plots", "compare.gp")],
+                           check=True, capture_output=True, timeout=60)
+        with open(os.path.join(self.out, "compare.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        root = ET.parse(os.path.join(self.out, "compare.svg")).getroot()
+        self.assertTrue(root.tag.endswith("svg"))
+        return "".join(root.itertext())
+
+    def test_plot(self):
+        self.compare(helpers.fixture("aa_a.json"), helpers.fixture("twox_b.json"))
+        with open(os.path.join(self.out, "data", "compare.dat")) as f:
+            blocks = f.read().strip().split("\n\n\n")
+        self.assertEqual(len(blocks), 5)
+        self.assertIn('"grid_sorted T=all(2|4)"', blocks[-1].splitlines()[0])
+        n, ratio, low, high, code = blocks[0].splitlines()[1].split()
+        self.assertTrue(float(low) <= float(ratio) <= float(high))
+        self.assertEqual(code, "2")  # slower
+        text = self.draw()
+        self.assertIn("B slower", text)
+
+    def test_no_uniform(self):
+        b = self.variant(helpers.fixture("aa_a.json"))
+        with open(b) as f:
+            data = json.load(f)
+        data["benchmarks"] = [x for x in data["benchmarks"] if "/uniform/" not in x["name"]]
+        with open(b, "w") as f:
+            json.dump(data, f)
+        self.compare(b, helpers.fixture("aa_b.json"))
+        self.assertIn("no configuration on uniform", self.draw())
+
+
+if __name__ == "__main__":
+    unittest.main()

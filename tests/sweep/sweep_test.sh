@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# harness/sweep.py with the real nsearch-bench on tiny configurations:
+#   sweep_test.sh ROOT BENCH SCRATCH CASE
+# rounds: every configuration measured in every round, each round in its own
+#   process per (workload, n, threads), parts and contexts tagged, 1-thread
+#   processes apart from the all-core ones;
+# resume: an interrupted run continues where it stopped and measures nothing twice;
+# resume_refused: a run made on another CPU model, at another commit or with other
+#   options is not continued (exit 2, the field named).
+set -u
+ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" || exit 1
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+
+SMALL=(--kernels naive,hash_parallel --workloads uniform,sheet --max-n 200 --threads 1,2
+       --repetitions 2 --min-time 0.001)
+
+sweep() { "$PY" "$ROOT/harness/sweep.py" --bench "$BENCH" --results "$SCRATCH/runs" "${SMALL[@]}" "$@"; }
+
+# check_merged FILE ROUNDS: every configuration has repetitions in every round,
+# each part holds one thread count, contexts are kept per part.
+check_merged() {
+    "$PY" - "$1" "$2" <<'PY' || fail "merged results: see above"
+import json, sys
+from collections import defaultdict
+data = json.load(open(sys.argv[1]))
+rounds = int(sys.argv[2])
+bad = []
+reps = defaultdict(set)
+threads_of_part = defaultdict(set)
+for b in data["benchmarks"]:
+    if b.get("run_type") != "iteration":
+        continue
+    name = b["run_name"].removesuffix("/manual_time")
+    reps[name].add(b["round"])
+    threads_of_part[b["part"]].add(name.split("threads:")[1])
+for name, rs in reps.items():
+    if rs != set(range(1, rounds + 1)):
+        bad.append(f"{name}: rounds {sorted(rs)}")
+for part, ts in threads_of_part.items():
+    if len(ts) != 1:
+        bad.append(f"part {part} mixes thread counts {sorted(ts)}")
+if data["context"].get("rounds") != rounds:
+    bad.append(f"context rounds {data['context'].get('rounds')}")
+parts = {c["part"] for c in data["contexts"]}
+if parts != set(threads_of_part):
+    bad.append("a part without its context")
+if not reps:
+    bad.append("no repetitions")
+for line in bad:
+    print("  " + line)
+sys.exit(1 if bad else 0)
+PY
+}
+
+case_rounds() {
+    sweep --rounds 3 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 || { fail "sweep exit $?"; tail -5 "$SCRATCH/log"; }
+    local dir
+    dir=$(cat "$SCRATCH/dir")
+    check_merged "$dir/bench.json" 3
+    # the rounds run their groups in different orders
+    local orders
+    orders=$(grep -o '^\[[0-9]*/[0-9]*\] [^ ]*' "$SCRATCH/log" | awk '{ print $2 }' | awk -v per="$(($(grep -c '^\[' "$SCRATCH/log") / 3))" '
+        { o[int((NR - 1) / per)] = o[int((NR - 1) / per)] " " $1 } END { for (r in o) print o[r] }' | sort -u | wc -l)
+    [ "$orders" -gt 1 ] || fail "every round ran its processes in the same order"
+}
+
+case_resume() {
+    sweep --rounds 2 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 || fail "first sweep failed"
+    local dir
+    dir=$(cat "$SCRATCH/dir")
+    # interrupt: drop the merged file and the last two parts
+    rm -f "$dir/bench.json"
+    local gone
+    gone=$(ls "$dir"/parts/*.json | tail -2)
+    rm -f $gone
+    local before
+    before=$(ls "$dir"/parts/*.json | wc -l)
+    sweep --rounds 2 --resume --dir-file "$SCRATCH/dir2" >"$SCRATCH/log2" 2>&1 || { fail "resume failed"; tail -5 "$SCRATCH/log2"; }
+    [ "$(cat "$SCRATCH/dir2")" = "$dir" ] || fail "resume wrote another folder"
+    local ran
+    ran=$(grep -c '^\[' "$SCRATCH/log2")
+    local measured
+    measured=$(grep -c 'ms (elapsed' "$SCRATCH/log2")
+    [ "$(ls "$dir"/parts/*.json | wc -l)" -eq $((before + 2)) ] || fail "resume did not make exactly the two missing parts"
+    grep -q "resuming" "$SCRATCH/log2" || fail "resume did not say so"
+    check_merged "$dir/bench.json" 2
+    echo "  resumed: $ran progress lines"
+}
+
+case_resume_refused() {
+    sweep --rounds 2 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 || fail "first sweep failed"
+    local dir
+    dir=$(cat "$SCRATCH/dir")
+    rm -f "$dir/bench.json"
+    cp "$dir/run.json" "$SCRATCH/run.json"
+    local field value rc
+    for field in cpu_model commit; do
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d[sys.argv[2]]='another'; json.dump(d, open(sys.argv[3], 'w'))" \
+            "$SCRATCH/run.json" "$field" "$dir/run.json"
+        sweep --rounds 2 --resume >"$SCRATCH/log2" 2>&1
+        rc=$?
+        [ "$rc" -eq 2 ] || fail "resume of a run with another $field: exit $rc, want 2"
+        grep -qi "${field/_/ }" "$SCRATCH/log2" || fail "the refusal does not name the $field: $(tail -1 "$SCRATCH/log2")"
+    done
+    cp "$SCRATCH/run.json" "$dir/run.json"
+    sweep --rounds 3 --resume >"$SCRATCH/log2" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "resume with other options: exit $rc, want 2"
+    grep -q "options" "$SCRATCH/log2" || fail "the refusal does not name the options"
+    sweep --rounds 0 >"$SCRATCH/log3" 2>&1
+    [ $? -eq 2 ] || fail "--rounds 0 is not a usage error"
+}
+
+"case_$CASE"
+[ "$FAILS" -eq 0 ] && echo "$CASE: passed" && exit 0
+echo "$CASE: $FAILS check(s) failed"
+exit 1

@@ -41,7 +41,7 @@ Sweep options:
                       processes, each round in its own shuffled order (default 3; 2 with
                       --quick)
   --repetitions N     repetitions per configuration and process (default 3)
-  --min-time S        seconds per repetition (default Google Benchmark's; 0.05 with --quick)
+  --min-time S        seconds each repetition runs at least (default 0.2; 0.05 with --quick)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)

@@ -40,6 +40,10 @@ import time
 # rounds of stats.DEFAULT_REPETITIONS repetitions, the design the statistics
 # are tested at.
 from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
+# Seconds each repetition runs at least: 0.2 s holds many iterations of a fast
+# search and one of a slow one (Google Benchmark's own default, 0.5 s, would
+# make the default sweep overrun its budget of 45 minutes on 2 cores).
+DEFAULT_MIN_TIME = 0.2
 QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.05, "max_n": 20000}
 
 NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
@@ -101,7 +105,8 @@ def parse_args(argv):
     except SystemExit as e:
         raise UsageError("see sweep.py --help") from e
     defaults = dict(QUICK) if a.quick else {"rounds": DEFAULT_ROUNDS,
-                                            "repetitions": DEFAULT_REPETITIONS}
+                                            "repetitions": DEFAULT_REPETITIONS,
+                                            "min_time": DEFAULT_MIN_TIME}
     for name, value in defaults.items():
         if getattr(a, name) is None:
             setattr(a, name, value)

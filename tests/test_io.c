@@ -428,8 +428,7 @@ static void t_read_equals_parse(void)
         "1,2",
         "a,b,c",
         " 5 , 6, 7 ",
-        "\xEF\xBB\xBF"
-        "1,2,3",
+        "\xEF\xBB\xBF\x31,2,3", /* a byte-order mark, then 1,2,3 */
         "0x1p3,0,0",
         "\t#",
     };

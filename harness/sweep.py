@@ -44,7 +44,7 @@ from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 # search and one of a slow one (Google Benchmark's own default, 0.5 s, would
 # make the default sweep overrun its budget of 45 minutes on 2 cores).
 DEFAULT_MIN_TIME = 0.2
-QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.05, "max_n": 20000}
+QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.02, "max_n": 20000}
 
 NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
 

@@ -199,9 +199,12 @@ def part_name(r, g, t):
 def run_unit(a, dir_, unit):
     r, g, w, n, t, names = unit
     part = os.path.join(dir_, "parts", part_name(r, g, t))
-    env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores")
+    # the wait policy in the environment, so nsearch-bench need not restart itself
+    # to apply it: 1-thread processes have no worker to keep spinning
+    env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores",
+               OMP_WAIT_POLICY="passive" if t == 1 else "active")
     args = [a.bench] + bench_args(a, t) + [
-        "--no-results", "--wait-policy", "passive" if t == 1 else "active",
+        "--no-results",
         f"--benchmark_filter=^[^/]+/{re.escape(w)}/n:{n}/threads:{t}/",
         f"--benchmark_repetitions={a.repetitions}",
         "--benchmark_enable_random_interleaving=true",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The `nsearch` command-line tool, tested from outside against its contract
-# (issue 3: commands, particle and contact file formats, exit codes, nothing
-# lost on failure).
+# (README: commands, particle and contact file formats, exit codes, limits and
+# refusals, output files, nothing lost on failure).
 #
 #   cli_test.sh NSEARCH SCRATCH CASE
 #

@@ -342,7 +342,7 @@ static void set_disturbance_counters(nsb_state *st, const disturbance *before,
     nsb_set_counter(st, "vol_csw", (double)(after->voluntary - before->voluntary), NSB_PLAIN);
 }
 
-/* A configuration that cannot be timed: refused (allowed by DESIGN.md) or
+/* A configuration that cannot be timed: refused (documented in docs/design.md) or
  * wrong. Its later repetitions are skipped with the same message. */
 static void fail_config(nsb_state *st, config *c, bool refusal)
 {
@@ -636,7 +636,7 @@ static const char help[] =
     "\n"
     "Defaults passed to Google Benchmark unless given: --benchmark_repetitions=5\n"
     "--benchmark_display_aggregates_only=true. Exit status 1 when any configuration's\n"
-    "contacts differ from its reference (refusals allowed by DESIGN.md do not count).\n";
+    "contacts differ from its reference (documented refusals do not count).\n";
 
 static char *take_value(int *a, int argc, char **argv, const char *name)
 {

@@ -1,5 +1,5 @@
 /* counting_sort.c - bucketing particles by a key (cell or hash bucket):
- * the serial counting sort of the seed and prefix sums. */
+ * the serial counting sort and prefix sums. */
 #include "internal.h"
 
 #include <string.h>

@@ -115,7 +115,7 @@ static inline float ns__radius(const ns__input *in, size_t i)
     return in->radius ? in->radius[i] : in->radius_uniform;
 }
 
-/* The one contact predicate (DESIGN.md "Numerics"), in three pieces so a
+/* The one contact predicate (docs/design.md, "The predicate"), in three pieces so a
  * kernel that keeps positions in its own order (grid_sorted) computes
  * exactly the same values: the squared distance, the test, and the contact.
  * d2 does not depend on the sign of dx, dy, dz, so testing x_i - x_j and

@@ -1,4 +1,4 @@
-/* test_pitfalls.c - DESIGN.md's pitfalls, each over every kernel in the table.
+/* test_pitfalls.c - docs/design.md's pitfalls, each over every kernel in the table.
  *
  * usage: test_pitfalls NAME      (no argument: list the names)
  *

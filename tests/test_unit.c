@@ -88,7 +88,7 @@ static void t_kernel_table(int argc, char **argv)
     CHECK(ns_kernel_find("naive_") == NULL);
     CHECK(ns_kernel_find("nai") == NULL);
 
-    /* the documented kernels and their flags (DESIGN.md's table) */
+    /* the documented kernels and their flags (the README's kernel table) */
     const struct {
         const char *name;
         bool parallel, table;
@@ -526,7 +526,7 @@ static void t_index_info(int argc, char **argv)
         if (hash || grid) {
             CHECK_CMP_U(info.bytes, >, 0);
             CHECK_CMP_U(info.bytes, <, (size_t)1 << 30);
-            /* DESIGN.md: the cell size is 2 max(r) */
+            /* docs/design.md: the cell size is 2 max(r) */
             CHECK_CMP_D(fabs(info.cell_size - 2.0 * (double)rmax), <=, 1e-6 * 2.0 * rmax);
             CHECK_CMP_U(info.nonempty_buckets, >=, 1);
             CHECK_CMP_U(info.nonempty_buckets, <=, s.n);

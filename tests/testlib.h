@@ -1,6 +1,6 @@
 /* testlib.h - helpers shared by the nsearch tests: particle sets, running a
  * kernel, exact comparison of contact lists, contact property checks and an
- * independent O(n^2) reference written from DESIGN.md's predicate. */
+ * independent O(n^2) reference written from docs/design.md's predicate. */
 #ifndef NS_TESTLIB_H
 #define NS_TESTLIB_H
 
@@ -83,7 +83,7 @@ void tl_print_contact(const char *label, const ns_contact *c);
  * the smallest normal float). */
 void tl_check_contacts(const ns_particles *p, const ns_contact_list *c, const char *what);
 
-/* The test's own O(n^2) search, written from DESIGN.md's predicate
+/* The test's own O(n^2) search, written from docs/design.md's predicate
  * (dx = x_j - x_i, d2 = dx*dx + dy*dy + dz*dz, contact iff d2 < (r_i+r_j)^2;
  * the normal (0, 0, 0) when d2 < FLT_MIN, else (dx, dy, dz) / sqrt(d2)).
  * Fills out (a list from ns_contact_list_init) in (i, j) order. */

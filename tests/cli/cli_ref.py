@@ -2,7 +2,7 @@
 """Helpers for cli_test.sh (optional: the shell script skips what needs them
 when python3 is missing).
 
-  cli_ref.py contacts FILE [RADIUS]   the contact CSV DESIGN.md's predicate gives,
+  cli_ref.py contacts FILE [RADIUS]   the contact CSV docs/design.md's predicate gives,
                                        in float32 arithmetic (every operation is
                                        rounded to float, as the C code does)
   cli_ref.py checknum FILE             every number field of a CSV (after its

@@ -419,7 +419,7 @@ case_table_size() {
     done
 }
 
-# Each workload, small: naive (and so every kernel) equals DESIGN.md's predicate
+# Each workload, small: naive (and so every kernel) equals docs/design.md's predicate
 # recomputed in float32 by python.
 case_reference() {
     [ -n "$PYTHON" ] || { echo "SKIP: python3 not found"; exit 77; }

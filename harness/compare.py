@@ -33,6 +33,7 @@ try:
 
     import benchdata
     import stats
+    from report import gp_text, table
 except ImportError as e:  # numpy and scipy: Debian's python3-numpy and python3-scipy
     print(f"compare.py: {e}; it needs numpy and scipy (Debian: apt-get install "
           "python3-numpy python3-scipy, then run it with /usr/bin/python3)", file=sys.stderr)
@@ -140,16 +141,6 @@ def describe(run):
             f"{span(rounds)} round{'s' if rounds != [1] else ''} x {span(reps)} repetitions")
 
 
-def table(rows):
-    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(str(x).ljust(widths[c]) for c, x in enumerate(r)).rstrip()
-                     for r in rows)
-
-
-def interval_text(est):
-    return stats.format_interval(*est.interval()) if est is not None else "-"
-
-
 def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
     out = ["nsearch-bench comparison: B against A, configuration by configuration",
            f"A: {describe(a)}", f"B: {describe(b)}"]
@@ -171,8 +162,8 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
             verdict += " (" + "; ".join(f"{side}: {c.verdict or 'no repetitions'}"
                                         for side, c in (("A", r.a), ("B", r.b))
                                         if not c.rounds) + ")"
-        lines.append([r.name, interval_text(r.est_a), interval_text(r.est_b),
-                      interval_text(r.ratio), verdict])
+        lines.append([r.name, stats.text(r.est_a), stats.text(r.est_b),
+                      stats.text(r.ratio), verdict])
     out += ["", table(lines)]
     counts = {v: sum(1 for r in rows if r.verdict == v) for v in stats.VERDICTS}
     out.append("\n" + ", ".join(f"{v} {counts[v]}" for v in stats.VERDICTS if counts[v])
@@ -187,7 +178,7 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
         ns = m["ns"]
         lines.append([m["workload"], m["kernel"], m["threads"],
                       f"{min(ns)}-{max(ns)} ({len(ns)})" if len(ns) > 1 else str(ns[0]),
-                      interval_text(m["mean"]),
+                      stats.text(m["mean"]),
                       stats.verdict(low, high, band) + star(m["one_process"])])
     out += ["", table(lines)] if means else ["(none)"]
 
@@ -237,11 +228,6 @@ def write_kernels_tsv(path, means, band):
                 m["workload"], m["kernel"], m["threads"], len(m["ns"]), min(m["ns"]),
                 max(m["ns"]), num(est), num(low), num(high), stats.verdict(low, high, band),
                 int(m["one_process"])]) + "\n")
-
-
-def gp_text(x):
-    """A gnuplot string literal whose _ shows literally in enhanced text."""
-    return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
 
 
 def write_plot_data(out, a, b, rows, band):

@@ -19,6 +19,8 @@ import sys
 
 import benchdata
 import stats
+from report import gp_text, table
+from stats import text as show
 
 # The exponent k of time ~ n^k is fitted on uniform over one n range for every
 # kernel: from FIT_MIN_N (below, fixed costs dominate) to the largest n that
@@ -87,27 +89,8 @@ class Figures:
         return stats.slope([c.n for c in s], [self.est(c) for c in s])
 
 
-def show(e, scale=1.0, digits=2):
-    """'value [low, high]' of an Estimate, or '-'."""
-    if e is None:
-        return "-"
-    v, lo, hi = e.interval()
-    return stats.format_interval(v * scale, lo * scale, hi * scale, digits)
-
-
 def line_name(kernel, threads, run):
     return f"{kernel} T={threads}" if run.parallel(kernel) else kernel
-
-
-def table(rows, markdown):
-    if markdown:
-        out = ["| " + " | ".join(str(x) for x in rows[0]) + " |",
-               "|" + "|".join("---" for _ in rows[0]) + "|"]
-        out += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows[1:]]
-        return "\n".join(out)
-    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(str(x).ljust(widths[c]) for c, x in enumerate(r)).rstrip()
-                     for r in rows)
 
 
 def disturbed(c, steal_ms=1.0, invol_csw=50):
@@ -226,11 +209,6 @@ def write_blocks(path, blocks, titled=True):
                 out.write(" ".join(str(x) for x in r) + "\n")
             out.write("\n\n")
     return len(blocks)
-
-
-def gp_text(x):
-    """A gnuplot string literal whose _ shows literally in enhanced text."""
-    return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
 
 
 def vlh(e, scale=1.0):

@@ -26,6 +26,8 @@ import os
 import statistics
 import sys
 
+from report import gp_text, table
+
 COLUMNS = ["kernel", "threads", "skin", "n", "run", "frames", "fps", "search_ms", "resolve_ms",
            "integrate_ms", "contacts_per_frame", "rebuilds", "host"]
 TEXT = {"kernel", "host"}
@@ -150,12 +152,6 @@ def num(x):
     return "NaN" if x is None else f"{x:.6g}"
 
 
-def gp_text(x):
-    """A gnuplot string literal whose _ shows literally in enhanced text (as
-    harness/results.py writes them)."""
-    return '"' + x.replace("\\", "").replace('"', "'").replace("_", "\\\\_") + '"'
-
-
 def write_data(results, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sim_fps.dat"), "w") as f:
@@ -184,16 +180,6 @@ def fps_text(x):
     if x is None:
         return ""
     return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
-
-
-def table(rows, markdown):
-    if markdown:
-        out = ["| " + " | ".join(rows[0]) + " |", "|" + "|".join("---" for _ in rows[0]) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-        return "\n".join(out)
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(x.ljust(widths[c]) for c, x in enumerate(r)).rstrip()
-                     for r in rows)
 
 
 def summary(results, markdown=False):

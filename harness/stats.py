@@ -173,3 +173,11 @@ def format_interval(est, low, high, digits=2):
     if decimals > 0:
         return f"{est:.{decimals}f} [{low:.{decimals}f}, {high:.{decimals}f}]"
     return "%.0f [%.0f, %.0f]" % tuple(round(x, decimals) for x in (est, low, high))
+
+
+def text(est, scale=1.0, digits=2):
+    """'value [low, high]' of an Estimate (times scale), or '-' for None."""
+    if est is None:
+        return "-"
+    v, lo, hi = est.interval()
+    return format_interval(v * scale, lo * scale, hi * scale, digits)

@@ -39,14 +39,13 @@ import time
 # The defaults (README, "The two commands"): stats.DEFAULT_ROUNDS independent
 # rounds of stats.DEFAULT_REPETITIONS repetitions, the design the statistics
 # are tested at.
+from benchdata import NAME  # noqa: E402  (kernel/workload/n:N/threads:T)
 from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 # Seconds each repetition runs at least: 0.2 s holds many iterations of a fast
 # search and one of a slow one (Google Benchmark's own default, 0.5 s, would
-# make the default sweep overrun its budget of 45 minutes on 2 cores).
+# make the default sweep, already about an hour on 2 cores, longer still).
 DEFAULT_MIN_TIME = 0.2
 QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.02, "max_n": 20000}
-
-NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
 
 
 class UsageError(Exception):

@@ -55,6 +55,11 @@
 
 #define RESULTS_FORMAT_VERSION "1"
 #define REFERENCE_MAX_N 100000 /* naive is the reference up to here */
+/* The kernels the table marks quadratic run to REFERENCE_MAX_N on uniform
+ * (the O(n^2) curve) and to QUADRATIC_OTHER_MAX_N on the other workloads:
+ * they test every pair, so their time hardly depends on the layout, and one
+ * search of 100,000 particles takes seconds. */
+#define QUADRATIC_OTHER_MAX_N 10000
 #define SEED 1
 #define BOUND_NAME "bound"         /* grid_sorted's binning + count, no output */
 #define BOUND_KERNEL "grid_sorted" /* whose binning and count it times */
@@ -162,6 +167,9 @@ static void describe_difference(char *buf, size_t size, const char *ref_name,
 
 /* --cache-dir: where the settled workload's particles are kept between runs. */
 static const char *cache_dir = NULL;
+/* --reference-dir: where naive references are kept for the other processes
+ * of one sweep (the sweep gives a folder of its run and removes it). */
+static const char *reference_dir = NULL;
 
 /* Reads a cached particle file of exactly n particles with radii; false when
  * there is none (or it does not fit: it is then rebuilt). */
@@ -232,6 +240,74 @@ static void generate(const char *w, size_t n, float *pos, float *radius)
     }
 }
 
+/* The identity of this executable (its size and modification time), so a
+ * reference file written by another build is never taken for this one's. */
+static void executable_identity(char *buf, size_t size)
+{
+    struct stat st;
+    if (stat("/proc/self/exe", &st) == 0)
+        snprintf(buf, size, "%lld:%lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+                 st.st_mtim.tv_nsec);
+    else
+        snprintf(buf, size, "unknown");
+}
+
+/* The header line of a reference file: what it was computed from. */
+static void reference_header(char *buf, size_t size, const char *w, size_t n)
+{
+    char exe[80];
+    executable_identity(exe, sizeof exe);
+    snprintf(buf, size, "nsearch-bench reference 1 exe %s workload %s n %zu seed %d contact %zu\n",
+             exe, w, n, SEED, sizeof(ns_contact));
+}
+
+static void reference_path(char *buf, size_t size, const char *w, size_t n)
+{
+    snprintf(buf, size, "%s/%s-n%zu.ref", reference_dir, w, n);
+}
+
+/* Reads the naive reference of (w, n) from --reference-dir: true when this
+ * build wrote one there for the same particles (then it is in cache.reference). */
+static bool read_reference(const char *w, size_t n)
+{
+    char path[PATH_MAX], header[300], line[300];
+    reference_path(path, sizeof path, w, n);
+    reference_header(header, sizeof header, w, n);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    unsigned long long count = 0;
+    char *end = NULL;
+    bool ok = fgets(line, sizeof line, f) && strcmp(line, header) == 0 &&
+              fgets(line, sizeof line, f) && (count = strtoull(line, &end, 10), *end == '\n') &&
+              count <= (unsigned long long)n * (n - (n > 0)) / 2 &&
+              ns_contact_list_reserve(&cache.reference, (size_t)count, NULL) == NS_OK &&
+              fread(cache.reference.items, sizeof(ns_contact), (size_t)count, f) == count &&
+              fgetc(f) == EOF;
+    fclose(f);
+    cache.reference.count = ok ? (size_t)count : 0;
+    return ok;
+}
+
+/* Writes it through a temporary, so another process never reads half. */
+static void write_reference(const char *w, size_t n)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 16], header[300];
+    reference_path(path, sizeof path, w, n);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    reference_header(header, sizeof header, w, n);
+    mkdir(reference_dir, 0777);
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fputs(header, f) >= 0 && fprintf(f, "%zu\n", cache.reference.count) > 0 &&
+              fwrite(cache.reference.items, sizeof(ns_contact), cache.reference.count, f) ==
+                  cache.reference.count;
+    ok = f && fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "nsearch-bench: cannot write the reference file %s (continuing)\n", path);
+        remove(tmp);
+    }
+}
+
 /* The particles and reference for (workload, n), computed once and shared by
  * every kernel: naive up to REFERENCE_MAX_N; above, hash_serial, itself
  * checked against grid_dense (or hash_parallel where the grid is refused). */
@@ -254,8 +330,15 @@ static void prepare(const char *w, size_t n)
     double t0 = now();
     if (n <= REFERENCE_MAX_N) {
         cache.reference_name = "naive";
-        cache.reference_status =
-            search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
+        if (reference_dir && read_reference(w, n)) {
+            cache.reference_status = NS_OK;
+            fprintf(stderr, " (read from %s)", reference_dir);
+        } else {
+            cache.reference_status =
+                search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
+            if (reference_dir && cache.reference_status == NS_OK)
+                write_reference(w, n);
+        }
     } else {
         cache.reference_name = "hash_serial";
         cache.reference_status =
@@ -617,6 +700,10 @@ static const char help[] =
     "  --cache-dir DIR    keep the settled workload's particles in DIR (settled-v<V>-n<N>-\n"
     "                     seed<S>.csv) and reuse them: settling runs a simulation, seconds\n"
     "                     per 20,000 particles (default: no cache)\n"
+    "  --reference-dir DIR keep each naive reference (the contacts of up to 100,000\n"
+    "                     particles, found once) in DIR for the other processes of a\n"
+    "                     sweep; a file is used only by the executable that wrote it\n"
+    "                     (default: each process computes its own)\n"
     "  --threads 1,2      thread counts for parallel kernels, bound and write (default:\n"
     "                     1 and all cores)\n"
     "  --serial-kernels S auto (the default), yes or no: whether the serial kernels run\n"
@@ -624,7 +711,8 @@ static const char help[] =
     "                     sweep split into --threads 1 and --threads N processes measures\n"
     "                     them once\n"
     "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
-    "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...)\n"
+    "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...);\n"
+    "                     the quadratic ones stop at 100000 on uniform, 10000 elsewhere\n"
     "  --out DIR          results folder (default results/<host>/<UTC timestamp>); the JSON\n"
     "                     is written as DIR/bench.json when complete, DIR/bench.partial.json\n"
     "                     when interrupted\n"
@@ -675,6 +763,8 @@ static options parse_options(int argc, char **argv)
             o.max_n_given = true;
         } else if (IS("--cache-dir")) {
             cache_dir = take_value(&a, argc, argv, "--cache-dir");
+        } else if (IS("--reference-dir")) {
+            reference_dir = take_value(&a, argc, argv, "--reference-dir");
         } else if (IS("--out")) {
             o.out_dir = take_value(&a, argc, argv, "--out");
         } else if (IS("--wait-policy")) {
@@ -789,8 +879,8 @@ static void register_sweep(const options *o, int cores)
         for (size_t s = 0; s < count; s++) {
             for (size_t k = 0; k < ns_kernel_count(); k++) {
                 const ns_kernel *ker = ns_kernel_at(k);
-                bool quadratic = strncmp(ker->name, "naive", 5) == 0;
-                if (!in_list(o->kernels, ker->name) || (quadratic && all[s] > REFERENCE_MAX_N) ||
+                size_t most = uniform ? REFERENCE_MAX_N : QUADRATIC_OTHER_MAX_N;
+                if (!in_list(o->kernels, ker->name) || (ker->quadratic && all[s] > most) ||
                     (!ker->parallel && !serial))
                     continue;
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)

@@ -17,7 +17,9 @@ Threads are pinned (OMP_PROC_BIND=close, OMP_PLACES=cores).
 
 The run folder DIR/<UTC timestamp>/ holds run.json (what makes the run: the
 commit, the options, the CPU model), parts/ (one JSON and log per process,
-named r<round>-g<group>-t<threads>), and at the end bench.json: every
+named r<round>-g<group>-t<threads>), reference/ while the run lasts (the
+naive reference of each (workload, n), found by the first process that needs
+it and read by the others), and at the end bench.json: every
 process's repetitions, each tagged with its round and part, and every
 process's context. --resume continues the latest unfinished run in DIR, and
 refuses when it was made at another commit, with other options or on
@@ -32,6 +34,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -203,7 +206,7 @@ def run_unit(a, dir_, unit):
     env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores",
                OMP_WAIT_POLICY="passive" if t == 1 else "active")
     args = [a.bench] + bench_args(a, t) + [
-        "--no-results",
+        "--no-results", "--reference-dir", os.path.join(dir_, "reference"),
         f"--benchmark_filter=^[^/]+/{re.escape(w)}/n:{n}/threads:{t}/",
         f"--benchmark_repetitions={a.repetitions}",
         "--benchmark_enable_random_interleaving=true",
@@ -315,6 +318,7 @@ def sweep(a):
                   f"(elapsed {duration(elapsed)}, about {duration((total - done) * rate)} left)",
                   flush=True)
     merge(dir_, plan, a.rounds)
+    shutil.rmtree(os.path.join(dir_, "reference"), ignore_errors=True)
     log(f"merged {len(plan)} processes into {os.path.join(dir_, 'bench.json')} in "
         f"{duration(time.monotonic() - start)}")
     if a.dir_file:

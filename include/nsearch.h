@@ -219,6 +219,7 @@ typedef struct ns_kernel {
     const char *description; /* one line */
     bool parallel;           /* uses config.threads */
     bool uses_table_size;    /* reads config.table_size */
+    bool quadratic;          /* tests every pair: O(n^2) time whatever the layout */
     const ns_kernel_ops *ops;
 } ns_kernel;
 

@@ -76,8 +76,8 @@ static void t_kernel_table(int argc, char **argv)
         CHECK(ns_kernel_find(K->name) == K);
         for (size_t j = 0; j < k; j++)
             CHECK_MSG(strcmp(K->name, ns_kernel_at(j)->name) != 0, "duplicate name %s", K->name);
-        printf("%-14s parallel=%d table=%d  %s\n", K->name, (int)K->parallel,
-               (int)K->uses_table_size, K->description);
+        printf("%-14s parallel=%d table=%d quadratic=%d  %s\n", K->name, (int)K->parallel,
+               (int)K->uses_table_size, (int)K->quadratic, K->description);
     }
     check_set_context("kernel lookups");
     CHECK(ns_kernel_at(count) == NULL);
@@ -91,12 +91,10 @@ static void t_kernel_table(int argc, char **argv)
     /* the documented kernels and their flags (the README's kernel table) */
     const struct {
         const char *name;
-        bool parallel, table;
-    } known[] = {{"naive", false, false},
-                 {"naive_omp", true, false},
-                 {"grid_dense", false, false},
-                 {"hash_serial", false, true},
-                 {"hash_parallel", true, true}};
+        bool parallel, table, quadratic;
+    } known[] = {{"naive", false, false, true},         {"naive_omp", true, false, true},
+                 {"grid_dense", false, false, false},   {"hash_serial", false, true, false},
+                 {"hash_parallel", true, true, false}, {"grid_sorted", true, false, false}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ns_kernel *K = ns_kernel_find(known[i].name);
         check_set_context("documented kernel %s", known[i].name);
@@ -105,6 +103,7 @@ static void t_kernel_table(int argc, char **argv)
             continue;
         CHECK_EQ_I(K->parallel, known[i].parallel);
         CHECK_EQ_I(K->uses_table_size, known[i].table);
+        CHECK_EQ_I(K->quadratic, known[i].quadratic);
     }
 }
 

@@ -3,7 +3,8 @@
 #   sweep_test.sh ROOT BENCH SCRATCH CASE
 # rounds: every configuration measured in every round, each round in its own
 #   process per (workload, n, threads), parts and contexts tagged, 1-thread
-#   processes apart from the all-core ones;
+#   processes apart from the all-core ones; the naive reference of a (workload, n)
+#   found by one process and read by the others, its folder gone after the merge;
 # resume: an interrupted run continues where it stopped and measures nothing twice;
 # resume_refused: a run made on another CPU model, at another commit or with other
 #   options is not continued (exit 2, the field named).
@@ -66,6 +67,14 @@ case_rounds() {
     orders=$(grep -o '^\[[0-9]*/[0-9]*\] [^ ]*' "$SCRATCH/log" | awk '{ print $2 }' | awk -v per="$(($(grep -c '^\[' "$SCRATCH/log") / 3))" '
         { o[int((NR - 1) / per)] = o[int((NR - 1) / per)] " " $1 } END { for (r in o) print o[r] }' | sort -u | wc -l)
     [ "$orders" -gt 1 ] || fail "every round ran its processes in the same order"
+    # 3 rounds x 2 thread counts per (workload, n): the first process computes
+    # each reference, the other five read it (uniform 100 and 200, sheet 200)
+    local found read
+    read=$(cat "$dir"/parts/*.log | grep -c 'read from')
+    found=$(cat "$dir"/parts/*.log | grep 'contacts by naive' | grep -vc 'read from')
+    [ "$found" -eq 3 ] || fail "$found naive references computed, expected 3 (one per workload and n)"
+    [ "$read" -eq 15 ] || fail "$read naive references read, expected 15"
+    [ ! -e "$dir/reference" ] || fail "the reference folder outlived the run"
 }
 
 case_resume() {

@@ -41,23 +41,25 @@ Sweep options:
                       processes, each round in its own shuffled order (default 3; 2 with
                       --quick)
   --repetitions N     repetitions per configuration and process (default 3)
-  --min-time S        seconds each repetition runs at least (default 0.2; 0.05 with --quick)
+  --min-time S        seconds each repetition runs at least (default 0.2; 0.02 with --quick)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)
   --max-n N           the largest n (default 100,000; naive and naive_omp stop at 20,000)
-  --runs R            runs per (kernel, n); the figure shows the median (default 5)
+  --runs R            runs per (kernel, n), each a process of its own; the figure and
+                      summary show the median and its 95% interval over them (default 5)
   --skin D            the skin of the reuse line, grid_sorted+skin (default 0.1)
   --gif-n N           particles in the animation (default 5,000; 0: no animation)
 
 The sweep's settled workload, and every --sim run, start from settled piles kept in
 results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
 
-A run writes everything under results/<host>/<UTC timestamp>/: bench.json (Google
+A run writes everything under results/<machine>/<UTC timestamp>/, where <machine> names
+the CPU model and its logical CPUs (e.g. amd-epyc-2cpu): bench.json (Google
 Benchmark's JSON: every repetition with its round, every process's context),
 bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.json
 (commit, options, CPU model), and parts/ (one JSON per round, workload, n and thread
-count, so an interruption loses nothing measured). A --sim run writes results/<host>/<UTC
+count, so an interruption loses nothing measured). A --sim run writes results/<machine>/<UTC
 timestamp>-sim/: sim.tsv (one row per run), sim_summary.md, figures/sim_fps.png, .svg
 and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
 differ from the reference, 2 on a usage error.
@@ -240,7 +242,7 @@ sim_mode() {
     local dir host threads
     host=$(hostname)
     threads=$(nproc)
-    dir="results/$host/$(date -u +%Y%m%dT%H%M%SZ)-sim"
+    dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-sim"
     mkdir -p "$dir/figures"
     local tsv="$dir/sim.tsv" start=$SECONDS
     printf 'kernel\tthreads\tskin\tn\trun\tframes\tfps\tsearch_ms\tresolve_ms\tintegrate_ms\tcontacts_per_frame\trebuilds\thost\n' >"$tsv.tmp"
@@ -307,7 +309,7 @@ sweep_mode() {
     build_release
     local dir_file status=0 dir
     dir_file=$(mktemp)
-    "$PY" harness/sweep.py --bench build/release/nsearch-bench --results "results/$(hostname)" \
+    "$PY" harness/sweep.py --bench build/release/nsearch-bench --results "results/$("$PY" harness/sweep.py --machine-label)" \
         --cache-dir "$CACHE" --dir-file "$dir_file" "$@" || status=$?
     dir=$(cat "$dir_file")
     rm -f "$dir_file"

@@ -34,6 +34,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr, sched_setaffinity */
 
 #include "bench_shim.h"
+#include "provenance.h" /* NS_GIT_COMMIT, NS_GIT_MODIFIED: generated at build time */
 
 #include <nsearch.h>
 
@@ -1153,21 +1154,6 @@ static void context_openmp(void)
     nsb_add_context("omp_places", buf);
 }
 
-/* The first line a shell command prints, or "unknown". */
-static void command_output(const char *cmd, char *out, size_t size)
-{
-    snprintf(out, size, "unknown");
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return;
-    char line[256];
-    if (fgets(line, sizeof line, p)) {
-        line[strcspn(line, "\n")] = 0;
-        snprintf(out, size, "%s", line);
-    }
-    pclose(p);
-}
-
 static void add_context(const options *o, int cores)
 {
     char buf[512];
@@ -1199,14 +1185,9 @@ static void add_context(const options *o, int cores)
     nsb_add_context("benchmark_version",
                     NS_BENCHMARK_VERSION[0] ? NS_BENCHMARK_VERSION : "unknown");
     nsb_add_context("benchmark_library_build_type", nsb_library_build_type());
-    command_output("git -C '" NS_SOURCE_DIR "' rev-parse HEAD 2>/dev/null", buf, sizeof buf);
-    nsb_add_context("git_commit", buf);
-    command_output("git -C '" NS_SOURCE_DIR "' status --porcelain --untracked-files=no 2>/dev/null"
-                   " | wc -l",
-                   buf, sizeof buf);
-    nsb_add_context("git_modified", strcmp(buf, "0") == 0         ? "false"
-                                    : strcmp(buf, "unknown") == 0 ? "unknown"
-                                                                  : "true");
+    /* the source of this executable, recorded when it was built */
+    nsb_add_context("git_commit", NS_GIT_COMMIT);
+    nsb_add_context("git_modified", NS_GIT_MODIFIED);
     snprintf(buf, sizeof buf,
              "kernels=%s workloads=%s threads=%s serial_kernels=%s max_n=%zu seed=%d",
              o->kernels ? o->kernels : "all", o->workloads ? o->workloads : "all",

@@ -5,7 +5,8 @@
                                                 plots/sim_fps.gp
     sim_results.py summary SIM.TSV [--markdown] one row per line: fps at n = 1,000,
                                                 10,000 and 100,000, the doubling ratios
-                                                fps(n)/fps(2n), the search share
+                                                fps(n)/fps(2n), the search share, each
+                                                with its 95 % interval
 
 SIM.TSV is tab-separated with a header line naming (in any order) the columns
 
@@ -14,18 +15,22 @@ SIM.TSV is tab-separated with a header line naming (in any order) the columns
 
 one row per run of `nsearch sim --stats` (fps, the *_ms frame times and
 contacts/frame as it prints them). A line is (kernel, threads, skin); each
-line's value at n is the median over its runs. A missing column or a value
-that is not a number stops with a message naming the file and line (exit 2).
-
-Standard library only.
+line's value at n is the median over its runs, with the 95 % interval of a
+bootstrap over the runs (each run is a process of its own, an independent
+sample: stats.bootstrap with one repetition per round). A doubling ratio takes
+its interval from the same replicates as its two medians; the search share is
+the median of the runs' own shares. A missing column or a value that is not a
+number stops with a message naming the file and line (exit 2).
 """
 import argparse
 import datetime
 import math
 import os
-import statistics
 import sys
 
+import numpy as np
+
+import stats
 from report import gp_text, table
 
 COLUMNS = ["kernel", "threads", "skin", "n", "run", "frames", "fps", "search_ms", "resolve_ms",
@@ -115,19 +120,29 @@ class Line:
     def ns(self):
         return sorted(self.runs)
 
+    def estimate(self, n, values, what):
+        """The median of one value per run and its bootstrap over the runs."""
+        return stats.bootstrap([[v] for v in values], rng=f"{self.label}/n:{n}/{what}")
+
     def median(self, n, column):
-        return statistics.median(r[column] for r in self.runs[n])
+        return self.estimate(n, [r[column] for r in self.runs[n]], column)
 
     def fps(self, n):
         return self.median(n, "fps") if n in self.runs else None
 
     def ratio(self, n):
         """fps(n) / fps(2n), None without a 2n row."""
-        return self.fps(n) / self.fps(2 * n) if 2 * n in self.runs else None
+        if n not in self.runs or 2 * n not in self.runs:
+            return None
+        return stats.derived(np.divide, self.fps(n), self.fps(2 * n))
 
     def search_share(self, n):
-        s, r, i = (self.median(n, c) for c in ("search_ms", "resolve_ms", "integrate_ms"))
-        return s / (s + r + i) if s + r + i > 0 else None
+        shares = []
+        for r in self.runs[n]:
+            total = r["search_ms"] + r["resolve_ms"] + r["integrate_ms"]
+            if total > 0:
+                shares.append(r["search_ms"] / total)
+        return self.estimate(n, shares, "search share") if shares else None
 
 
 class SimResults:
@@ -152,17 +167,24 @@ def num(x):
     return "NaN" if x is None else f"{x:.6g}"
 
 
+def nums(est):
+    """value low high of an Estimate, or NaN NaN NaN."""
+    return " ".join(num(x) for x in (est.interval() if est else (None,) * 3))
+
+
 def write_data(results, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sim_fps.dat"), "w") as f:
-        f.write(f"# {results.path}: per (kernel, threads, skin), the medians over the runs\n"
-                "# n fps ratio=fps(n)/fps(2n) search_ms resolve_ms\n")
+        f.write(f"# {results.path}: per (kernel, threads, skin), the medians over the runs "
+                "and their 95 % intervals\n"
+                "# n fps fps_low fps_high ratio=fps(n)/fps(2n) ratio_low ratio_high "
+                "search_ms resolve_ms\n")
         for line in results.lines:
             f.write(f'"{line.label}"\n')
             for n in line.ns():
-                f.write(" ".join([str(n), num(line.fps(n)), num(line.ratio(n)),
-                                  num(line.median(n, "search_ms")),
-                                  num(line.median(n, "resolve_ms"))]) + "\n")
+                f.write(" ".join([str(n), nums(line.fps(n)), nums(line.ratio(n)),
+                                  num(line.median(n, "search_ms").value),
+                                  num(line.median(n, "resolve_ms").value)]) + "\n")
             f.write("\n\n")
     with open(os.path.join(out, "meta.gp"), "w") as f:
         f.write(f"subtitle = {gp_text(results.subtitle())}\n")
@@ -176,27 +198,25 @@ def short_n(n):
     return str(n)
 
 
-def fps_text(x):
-    if x is None:
-        return ""
-    return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
-
-
 def summary(results, markdown=False):
+    runs = sorted({len(rs) for line in results.lines for rs in line.runs.values()})
     out = ["# nsearch sim summary\n" if markdown else "nsearch sim summary",
-           f"{results.path}: {results.subtitle()}. Medians over the runs; a doubling ratio "
-           "is fps(n)/fps(2n): 4 for O(n^2), 2 for O(n); search share is search / (search + "
-           "resolve + integrate) at the largest n.", ""]
+           f"{results.path}: {results.subtitle()}. Medians over the runs "
+           f"({'-'.join(map(str, (runs[0], runs[-1]) if len(runs) > 1 else runs))} per n, "
+           "each a process of its own) with their 95 % intervals [low, high] by a bootstrap "
+           "over the runs; a doubling ratio is fps(n)/fps(2n): 4 for O(n^2), 2 for O(n); "
+           "search share is search / (search + resolve + integrate) at the largest n.", ""]
     rows = [["line"] + [f"fps n={n:,}" for n in SUMMARY_N] + ["fps(n)/fps(2n)",
                                                               "search share"]]
     for line in results.lines:
-        ratios = ", ".join(f"{short_n(n)}->{short_n(2 * n)} {line.ratio(n):.1f}"
+        ratios = ", ".join(f"{short_n(n)}->{short_n(2 * n)} {stats.text(line.ratio(n))}"
                            for n in line.ns() if line.ratio(n) is not None)
         largest = line.ns()[-1]
         share = line.search_share(largest)
-        rows.append([line.label] + [fps_text(line.fps(n)) for n in SUMMARY_N]
+        rows.append([line.label] + [stats.text(line.fps(n)) if n in line.runs else ""
+                                    for n in SUMMARY_N]
                     + [ratios or "-", "-" if share is None else
-                       f"{share:.2f} (n={largest:,})"])
+                       f"{stats.text(share)} (n={largest:,})"])
     out.append(table(rows, markdown))
     return "\n".join(out) + "\n"
 

@@ -3,7 +3,8 @@
 
     sweep.py --bench BIN --results DIR [--rounds R] [--repetitions N] [--min-time S]
              [--quick] [--resume] [--kernels A,B] [--workloads A,B] [--threads 1,T]
-             [--max-n N] [--cache-dir DIR] [--shuffle-seed S]
+             [--max-n N] [--cache-dir DIR] [--shuffle-seed S] [--wait-policy P]
+    sweep.py --machine-label
 
 The configurations of nsearch-bench (kernel/workload/n:N/threads:T) are
 grouped by (workload, n) and, inside a group, by thread count: one process
@@ -13,7 +14,9 @@ and every round measures every configuration in a fresh process. Each round
 runs the processes in its own shuffled order, so a slow phase of the machine
 falls on different configurations in different rounds; inside a process,
 Google Benchmark interleaves the repetitions of its configurations at random.
-Threads are pinned (OMP_PROC_BIND=close, OMP_PLACES=cores).
+Threads are pinned (OMP_PROC_BIND=close, OMP_PLACES=cores); --wait-policy
+sets OMP_WAIT_POLICY (auto: passive for 1 thread, where no worker waits,
+active for more, so a search does not pay for waking its workers).
 
 The run folder DIR/<UTC timestamp>/ holds run.json (what makes the run: the
 commit, the options, the CPU model), parts/ (one JSON and log per process,
@@ -75,6 +78,17 @@ def cpu_model():
     return "unknown"
 
 
+def machine_label(model=None, cpus=None):
+    """The folder name of this machine's results: its CPU model and logical CPU
+    count, what distinguishes machines (host names do not: VMs are all 'vm').
+    'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2 -> 'intel-xeon-platinum-8375c-2cpu'."""
+    model = cpu_model() if model is None else model
+    cpus = (os.cpu_count() or 1) if cpus is None else cpus
+    model = re.sub(r"\((R|TM|tm)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", " ", model)
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
+    return f"{slug}-{cpus}cpu"
+
+
 def git_commit(root):
     try:
         out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
@@ -101,7 +115,13 @@ def parse_args(argv):
     p.add_argument("--max-n", type=int)
     p.add_argument("--cache-dir")
     p.add_argument("--shuffle-seed", type=int, default=1)
+    p.add_argument("--wait-policy", choices=("auto", "active", "passive", "default"),
+                   default="auto",
+                   help="OMP_WAIT_POLICY of the processes: auto (the default) is passive "
+                        "for 1 thread, active for more; default leaves OpenMP's own")
     p.add_argument("--dir-file", help="write the run folder's path to this file")
+    p.add_argument("--machine-label", action="store_true",
+                   help="print this machine's label (the folder of its results) and exit")
     try:
         a = p.parse_args(argv)
     except SystemExit as e:
@@ -175,7 +195,8 @@ def run_conf(a):
             "cpu_model": cpu_model(),
             "options": {"rounds": a.rounds, "repetitions": a.repetitions, "min_time": a.min_time,
                         "kernels": a.kernels, "workloads": a.workloads, "threads": a.threads,
-                        "max_n": a.max_n, "shuffle_seed": a.shuffle_seed}}
+                        "max_n": a.max_n, "shuffle_seed": a.shuffle_seed,
+                        "wait_policy": a.wait_policy}}
 
 
 def find_resumable(results, conf):
@@ -203,8 +224,12 @@ def run_unit(a, dir_, unit):
     part = os.path.join(dir_, "parts", part_name(r, g, t))
     # the wait policy in the environment, so nsearch-bench need not restart itself
     # to apply it: 1-thread processes have no worker to keep spinning
-    env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores",
-               OMP_WAIT_POLICY="passive" if t == 1 else "active")
+    env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores")
+    policy = a.wait_policy if a.wait_policy != "auto" else "passive" if t == 1 else "active"
+    if policy == "default":
+        env.pop("OMP_WAIT_POLICY", None)
+    else:
+        env["OMP_WAIT_POLICY"] = policy
     args = [a.bench] + bench_args(a, t) + [
         "--no-results", "--reference-dir", os.path.join(dir_, "reference"),
         f"--benchmark_filter=^[^/]+/{re.escape(w)}/n:{n}/threads:{t}/",
@@ -214,6 +239,8 @@ def run_unit(a, dir_, unit):
         f"--benchmark_out={part}.json.tmp", "--benchmark_out_format=json"]
     if a.min_time:
         args.append(f"--benchmark_min_time={a.min_time}")
+    if policy == "default":  # else nsearch-bench would set its own default, active
+        args += ["--wait-policy", "default"]
     with open(part + ".log", "w") as logf:
         rc = subprocess.run(args, stdout=logf, stderr=subprocess.STDOUT, env=env).returncode
     if not os.path.isfile(part + ".json.tmp") or os.path.getsize(part + ".json.tmp") == 0:
@@ -328,6 +355,9 @@ def sweep(a):
 
 
 def main(argv):
+    if argv == ["--machine-label"]:
+        print(machine_label())
+        return 0
     try:
         a = parse_args(argv)
         return sweep(a)

@@ -220,6 +220,8 @@ typedef struct ns_kernel {
     bool parallel;           /* uses config.threads */
     bool uses_table_size;    /* reads config.table_size */
     bool quadratic;          /* tests every pair: O(n^2) time whatever the layout */
+    bool domain_memory;      /* memory grows with the domain's volume (capped by
+                                config.grid_max_bytes: NS_ERR_TOO_LARGE beyond) */
     const ns_kernel_ops *ops;
 } ns_kernel;
 

@@ -3,14 +3,14 @@
 
 #include <string.h>
 
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic)                                    \
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory)         \
     extern const ns_kernel_ops ns__##name##_ops;
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel kernels[] = {
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic)                                    \
-    {#name, description, parallel, uses_table_size, quadratic, &ns__##name##_ops},
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory)         \
+    {#name, description, parallel, uses_table_size, quadratic, domain_memory, &ns__##name##_ops},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };

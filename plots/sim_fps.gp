@@ -1,13 +1,15 @@
 # sim_fps - frames per second of `nsearch sim` against the particles, one line
 # per (kernel, threads, skin), from harness/sim_results.py data's sim_fps.dat
-# (rows: n, median fps, fps(n)/fps(2n) or NaN, search ms, resolve ms). Each
-# point with a measured 2n is labelled with that ratio, halfway to 2n: 4 per
-# doubling is O(n^2), 2 is O(n).
+# (rows: n, median fps and its 95 % interval, fps(n)/fps(2n) and its interval
+# or NaN, search ms, resolve ms). Error bars: the interval of the median over
+# the runs. Each point with a measured 2n is labelled with that ratio, halfway
+# to 2n: 4 per doubling is O(n^2), 2 is O(n) (the intervals of the ratios are
+# in sim_summary.md).
 name = "sim_fps"
 load plots.'/common.gp'
 set title titled("Simulation frame rate vs particles (settled pile, frame = search + resolve + integrate)")
 set xlabel "particles n"
-set ylabel "frames per second (median of the runs)"
+set ylabel "frames per second (median of the runs, 95 % interval)"
 set logscale xy
 # ticks at 1, 2 and 5 per decade (sweeps often span less than a decade or two)
 set xtics () ; set ytics ()
@@ -42,12 +44,12 @@ if (blocks_sim_fps == 0) {
     set xrange [1:10]
     plot NaN notitle
 } else {
-    plot for [i=0:blocks_sim_fps-1] data.'/sim_fps.dat' index i using 1:2 \
-             with linespoints ls i+1 title columnheader(1), \
+    plot for [i=0:blocks_sim_fps-1] data.'/sim_fps.dat' index i using 1:2:3:4 \
+             with yerrorlines ls i+1 title columnheader(1), \
          for [i=0:blocks_sim_fps-1:2] data.'/sim_fps.dat' index i \
-             using (mid_x($1, $3)):(mid_y($2, $3)):(sprintf("÷%.1f", $3)) \
+             using (mid_x($1, $5)):(mid_y($2, $5)):(sprintf("÷%.1f", $5)) \
              with labels left tc ls i+1 font ",10" offset 0.5, 0.5 notitle, \
          for [i=1:blocks_sim_fps-1:2] data.'/sim_fps.dat' index i \
-             using (mid_x($1, $3)):(mid_y($2, $3)):(sprintf("÷%.1f", $3)) \
+             using (mid_x($1, $5)):(mid_y($2, $5)):(sprintf("÷%.1f", $5)) \
              with labels right tc ls i+1 font ",10" offset -0.5, -0.5 notitle
 }

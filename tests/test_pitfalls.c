@@ -104,7 +104,7 @@ static int expect_all(const char *what, const ns_particles *p, const ns_config *
                      path ? "index" : "ns_find_contacts");
             check_set_context("%s", ctx);
             st = path ? tl_find_index(K, p, cfg, &got, &err) : tl_find(K, p, cfg, &got, &err);
-            if (st == NS_ERR_TOO_LARGE && (flags & ALLOW_DENSE_TOO_LARGE) && tl_is_dense(K)) {
+            if (st == NS_ERR_TOO_LARGE && (flags & ALLOW_DENSE_TOO_LARGE) && K->domain_memory) {
                 CHECK_MSG(contains_nocase(err.message, "byte"),
                           "refusal message should say how many bytes: \"%s\"", err.message);
                 refused++;
@@ -1086,7 +1086,7 @@ static void t_grid_dense_memory_cap(void)
             for (int path = 0; path < 2; path++) {
                 ns_status st =
                     path ? tl_find_index(K, pp, cfg, &got, &err) : tl_find(K, pp, cfg, &got, &err);
-                if (tl_is_dense(K)) {
+                if (K->domain_memory) {
                     dense_seen = 1;
                     CHECK_STATUS(st, NS_ERR_TOO_LARGE, &err);
                     CHECK_MSG(contains_nocase(err.message, "byte"),

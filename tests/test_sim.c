@@ -631,7 +631,7 @@ static void t_kernels_agree(int argc, char **argv)
         poison(&err);
         check_set_context("kernels_agree %s: ns_sim_create(%s)", layout, K->name);
         ns_status st = ns_sim_create(K, &cfg, &prm, n, sp.s.pos, sp.s.radius, &sims[k], &err);
-        if (st == NS_ERR_TOO_LARGE && tl_is_dense(K)) {
+        if (st == NS_ERR_TOO_LARGE && K->domain_memory) {
             printf("%s: refused (%s), skipped\n", K->name, err.message);
             CHECK(sims[k] == NULL);
             sims[k] = NULL;
@@ -659,7 +659,7 @@ static void t_kernels_agree(int argc, char **argv)
             poison(&err);
             ns_sim_frame fk;
             ns_status st = ns_sim_step(sims[k], &fk, &err);
-            if (st == NS_ERR_TOO_LARGE && tl_is_dense(K)) {
+            if (st == NS_ERR_TOO_LARGE && K->domain_memory) {
                 printf("%s: refused at frame %zu (%s), skipped\n", K->name, f, err.message);
                 ns_sim_destroy(sims[k]);
                 sims[k] = NULL;

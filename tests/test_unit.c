@@ -76,8 +76,9 @@ static void t_kernel_table(int argc, char **argv)
         CHECK(ns_kernel_find(K->name) == K);
         for (size_t j = 0; j < k; j++)
             CHECK_MSG(strcmp(K->name, ns_kernel_at(j)->name) != 0, "duplicate name %s", K->name);
-        printf("%-14s parallel=%d table=%d quadratic=%d  %s\n", K->name, (int)K->parallel,
-               (int)K->uses_table_size, (int)K->quadratic, K->description);
+        printf("%-14s parallel=%d table=%d quadratic=%d domain_memory=%d  %s\n", K->name,
+               (int)K->parallel, (int)K->uses_table_size, (int)K->quadratic,
+               (int)K->domain_memory, K->description);
     }
     check_set_context("kernel lookups");
     CHECK(ns_kernel_at(count) == NULL);
@@ -91,10 +92,13 @@ static void t_kernel_table(int argc, char **argv)
     /* the documented kernels and their flags (the README's kernel table) */
     const struct {
         const char *name;
-        bool parallel, table, quadratic;
-    } known[] = {{"naive", false, false, true},         {"naive_omp", true, false, true},
-                 {"grid_dense", false, false, false},   {"hash_serial", false, true, false},
-                 {"hash_parallel", true, true, false}, {"grid_sorted", true, false, false}};
+        bool parallel, table, quadratic, domain_memory;
+    } known[] = {{"naive", false, false, true, false},
+                 {"naive_omp", true, false, true, false},
+                 {"grid_dense", false, false, false, true},
+                 {"hash_serial", false, true, false, false},
+                 {"hash_parallel", true, true, false, false},
+                 {"grid_sorted", true, false, false, false}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ns_kernel *K = ns_kernel_find(known[i].name);
         check_set_context("documented kernel %s", known[i].name);
@@ -104,6 +108,7 @@ static void t_kernel_table(int argc, char **argv)
         CHECK_EQ_I(K->parallel, known[i].parallel);
         CHECK_EQ_I(K->uses_table_size, known[i].table);
         CHECK_EQ_I(K->quadratic, known[i].quadratic);
+        CHECK_EQ_I(K->domain_memory, known[i].domain_memory);
     }
 }
 
@@ -794,7 +799,7 @@ static void t_huge_settings(int argc, char **argv)
             check_set_context("kernel %s, grid_max_bytes = SIZE_MAX, %s", K->name,
                               c ? "1e15 cells" : "1e21 cells (overflows size_t)");
             ns_status st = tl_find(K, c ? &mp : &fp, &cfg, &got, &err);
-            if (tl_is_dense(K)) {
+            if (K->domain_memory) {
                 CHECK_MSG(st == NS_ERR_TOO_LARGE || st == NS_ERR_OUT_OF_MEMORY,
                           "status %d (%s): want too large or out of memory", (int)st,
                           ns_status_str(st));

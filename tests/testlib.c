@@ -133,11 +133,6 @@ const ns_workload *tl_workload(const char *name)
     return w;
 }
 
-int tl_is_dense(const ns_kernel *k)
-{
-    return strstr(k->name, "dense") != NULL;
-}
-
 float tl_radius(const ns_particles *p, size_t i)
 {
     return p->radius ? p->radius[i] : p->radius_uniform;

@@ -44,7 +44,6 @@ void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
 const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */
 const ns_workload *tl_workload(const char *name); /* REQUIREs it exists */
-int tl_is_dense(const ns_kernel *k);              /* a dense-grid kernel (may refuse for memory) */
 
 float tl_radius(const ns_particles *p, size_t i);
 uint32_t tl_bits(float f);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sim_test.sh ROOT SCRATCH - the simulation figures from the committed fixture
-# tests/plots/sim/: harness/sim_results.py data and summary on sim.tsv (medians
-# and doubling ratios checked against the values the fixture implies), its
+# tests/plots/sim/: harness/sim_results.py data and summary on sim.tsv (medians,
+# doubling ratios and their intervals checked against the runs), its
 # refusal of malformed tables (exit 2, naming the line), plots/sim_fps.gp as
 # PNG and SVG, and plots/sim_anim.gp on two small frames.
 set -euo pipefail
@@ -9,6 +9,9 @@ root=$1 scratch=$2
 rm -rf "$scratch"
 mkdir -p "$scratch"
 fixture="$root/tests/plots/sim"
+# the system python3: sim_results.py needs numpy and scipy (Debian's packages)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 script="$root/harness/sim_results.py"
 fails=0
 fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
@@ -17,14 +20,22 @@ fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
 source "$root/tests/plots/checks.sh"
 
 # ---- data: sim_fps.dat and meta.gp hold what the fixture implies ----
-if python3 "$script" data "$fixture/sim.tsv" --out "$scratch/data" 2>"$scratch/data.err"; then
-    python3 - "$scratch/data" <<'PY' || fail "sim_fps.dat or meta.gp differs from the fixture's values"
+if "$PY" "$script" data "$fixture/sim.tsv" --out "$scratch/data" 2>"$scratch/data.err"; then
+    "$PY" - "$scratch/data" "$fixture/sim.tsv" <<'PY' || fail "sim_fps.dat or meta.gp differs from the fixture's values"
 import math, sys
-data = sys.argv[1]
+from collections import defaultdict
+data, tsv = sys.argv[1], sys.argv[2]
+# The runs' fps per (line, n), read straight from the fixture.
+rows = [l.split("\t") for l in open(tsv).read().splitlines()[1:]]
+fps = defaultdict(list)
+for r in rows:
+    label = f"{r[0]} ({r[1]} threads)" + (f" + skin {float(r[2]):g}" if float(r[2]) > 0 else "")
+    fps[label, int(r[3])].append(float(r[6]))
 # Per line, in order (naive first, the skin variant after its kernel): rows of
-# n, median fps, fps(n)/fps(2n) (None: no 2n), median search ms, median resolve ms.
-# Two runs each (the median is their mean), but grid_sorted n=4000 has a third,
-# outlying run that the median ignores.
+# n, median fps, low, high, fps(n)/fps(2n), low, high (NaN: no 2n), median
+# search ms, median resolve ms. Two runs each (the median is their mean, the
+# interval spans both: a bootstrap of two values), but grid_sorted n=4000 has
+# a third, outlying run that the median ignores and the interval takes in.
 expected = [
     ("naive (1 threads)", [(500, 2050, 2050 / 530, 0.39, 0.09),
                            (1000, 530, 530 / 135, 1.59, 0.295),
@@ -39,22 +50,32 @@ expected = [
     ("grid_sorted (2 threads) + skin 0.1", [(1000, 6100, 2.0, 0.05, 0.11),
                                             (2000, 3050, None, 0.1, 0.215)]),
 ]
+close = lambda a, b: math.isclose(a, b, rel_tol=1e-5)
 text = open(f"{data}/sim_fps.dat").read()
 blocks = [b for b in text.split("\n\n\n") if b.strip()]
 lines = [[l for l in b.splitlines() if l.strip() and not l.startswith("#")] for b in blocks]
 assert len(lines) == len(expected), f"{len(lines)} blocks, expected {len(expected)}"
-for got, (title, rows) in zip(lines, expected):
+for got, (title, want_rows) in zip(lines, expected):
     assert got[0] == f'"{title}"', (got[0], title)
-    assert len(got) - 1 == len(rows), (title, got)
-    for line, want in zip(got[1:], rows):
-        fields = line.split()
-        assert len(fields) == 5, line
-        assert int(fields[0]) == want[0], (title, line)
-        for f, w in zip(fields[1:], want[1:]):
-            if w is None:
-                assert f == "NaN", (title, line, "ratio should be NaN")
-            else:
-                assert math.isclose(float(f), w, rel_tol=1e-5), (title, line, w)
+    assert len(got) - 1 == len(want_rows), (title, got)
+    for line, (n, f, ratio, search, resolve) in zip(got[1:], want_rows):
+        x = line.split()
+        assert len(x) == 9, line
+        assert int(x[0]) == n, (title, line)
+        runs = fps[title, n]
+        assert close(float(x[1]), f), (title, line, "median fps")
+        assert close(float(x[2]), min(runs)) and close(float(x[3]), max(runs)), \
+            (title, line, "the interval should span the runs", runs)
+        if ratio is None:
+            assert x[4:7] == ["NaN"] * 3, (title, line, "ratio should be NaN")
+        else:
+            up = fps[title, 2 * n]
+            lo, hi = float(x[5]), float(x[6])
+            assert close(float(x[4]), ratio), (title, line, "ratio")
+            assert lo <= float(x[4]) <= hi, (title, line, "ratio outside its interval")
+            assert min(runs) / max(up) * (1 - 1e-5) <= lo and hi <= max(runs) / min(up) * (1 + 1e-5), \
+                (title, line, "ratio interval beyond the runs' extremes")
+        assert close(float(x[7]), search) and close(float(x[8]), resolve), (title, line)
 meta = open(f"{data}/meta.gp").read()
 assert "blocks_sim_fps = 3\n" in meta, meta
 assert 'subtitle = "fixture\\\\_host, ' in meta, meta
@@ -65,19 +86,36 @@ else
 fi
 
 # ---- summary: one row per line, fps at 1k/10k/100k, ratios, search share ----
-if python3 "$script" summary "$fixture/sim.tsv" >"$scratch/summary.txt" 2>&1 &&
-   python3 "$script" summary "$fixture/sim.tsv" --markdown >"$scratch/summary.md" 2>&1; then
-    python3 - "$scratch/summary.txt" "$scratch/summary.md" <<'PY' || fail "summary differs from the fixture's values"
+if "$PY" "$script" summary "$fixture/sim.tsv" >"$scratch/summary.txt" 2>&1 &&
+   "$PY" "$script" summary "$fixture/sim.tsv" --markdown >"$scratch/summary.md" 2>&1; then
+    "$PY" - "$scratch/summary.txt" "$scratch/summary.md" <<'PY' || fail "summary differs from the fixture's values"
 import re, sys
 plain, md = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 rows = {l.split("  ")[0]: re.split(r"\s{2,}", l.strip()) for l in plain.splitlines()
         if l.startswith(("naive", "grid_sorted"))}
-assert rows["naive (1 threads)"] == ["naive (1 threads)", "530",
-                                     "500->1k 3.9, 1k->2k 3.9, 2k->4k 3.9", "0.96 (n=4,000)"], rows
-assert rows["grid_sorted (2 threads)"] == [
-    "grid_sorted (2 threads)", "4100", "410", "39", "1k->2k 2.0, 2k->4k 2.0, 10k->20k 2.0",
-    "0.55 (n=100,000)"], rows
-assert "| grid_sorted (2 threads) + skin 0.1 | 6100 |  |  | 1k->2k 2.0 | 0.32 (n=2,000) |" in md, md
+# fps: the median and the runs' range; ratios and shares with their intervals
+EST = r"([\d.]+) \[([\d.]+), ([\d.]+)\]"
+def est(text):
+    m = re.fullmatch(EST, text)
+    assert m, text
+    v, lo, hi = map(float, m.groups())
+    assert lo <= v <= hi, text
+    return v, lo, hi
+def near(got, want, tol=0.01):
+    return all(abs(g - w) <= tol * abs(w) for g, w in zip(got, want))
+n = rows["naive (1 threads)"]
+assert n[1] == "530 [520, 540]", n
+ratios = re.findall(r"(\S+->\S+) (" + EST[:-2].replace("(", "(?:") + r"\])", n[2])
+assert [r[0] for r in ratios] == ["500->1k", "1k->2k", "2k->4k"], n
+for (_, text), want in zip(ratios, (2050 / 530, 530 / 135, 135 / 35)):
+    assert near(est(text)[:1], [want]), (text, want)
+share = re.fullmatch(EST + r" \(n=4,000\)", n[3])
+assert share and near([float(share[1])], [27.4 / (27.4 + 1.18 + 0.008)]), n
+g = rows["grid_sorted (2 threads)"]
+assert g[1:4] == ["4100 [4000, 4200]", "410 [400, 420]", "39.0 [38.0, 40.0]"], g
+assert re.fullmatch(EST + r" \(n=100,000\)", g[5]), g
+assert "| grid_sorted (2 threads) + skin 0.1 | 6100 [6000, 6200] |  |  | 1k->2k " in md, md
+assert "95 % intervals" in plain, plain
 assert md.count("\n|") >= 4, md
 PY
 else
@@ -89,7 +127,7 @@ fi
 refuses() {  # refuses NAME PATTERN...: sim_results.py data on $scratch/NAME
     local name=$1 rc=0
     shift
-    python3 "$script" data "$scratch/$name" --out "$scratch/bad-data" >"$scratch/$name.err" 2>&1 ||
+    "$PY" "$script" data "$scratch/$name" --out "$scratch/bad-data" >"$scratch/$name.err" 2>&1 ||
         rc=$?
     [ $rc -eq 2 ] || { cat "$scratch/$name.err"; fail "$name: exit $rc, expected 2"; return; }
     for pattern in "$@"; do

@@ -7,7 +7,10 @@
 #   found by one process and read by the others, its folder gone after the merge;
 # resume: an interrupted run continues where it stopped and measures nothing twice;
 # resume_refused: a run made on another CPU model, at another commit or with other
-#   options is not continued (exit 2, the field named).
+#   options is not continued (exit 2, the field named);
+# wait_policy: OMP_WAIT_POLICY per process as --wait-policy says (auto: passive
+#   for 1 thread, active for more; default: unset), recorded in each context;
+# machine_label: the results folder's name from the CPU model and logical CPUs.
 set -u
 ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
 PY=/usr/bin/python3
@@ -122,6 +125,57 @@ case_resume_refused() {
     grep -q "options" "$SCRATCH/log2" || fail "the refusal does not name the options"
     sweep --rounds 0 >"$SCRATCH/log3" 2>&1
     [ $? -eq 2 ] || fail "--rounds 0 is not a usage error"
+}
+
+# check_policy FILE T=POLICY...: the OMP_WAIT_POLICY of every part with T threads
+check_policy() {
+    "$PY" - "$@" <<'PY' || fail "wait policies: see above"
+import json, sys
+data = json.load(open(sys.argv[1]))
+want = dict(a.split("=") for a in sys.argv[2:])
+bad = []
+for c in data["contexts"]:
+    t = c["part"].rsplit("-t", 1)[1]
+    if c.get("OMP_WAIT_POLICY") != want[t]:
+        bad.append(f"part {c['part']}: OMP_WAIT_POLICY {c.get('OMP_WAIT_POLICY')!r}, want {want[t]!r}")
+for line in bad:
+    print("  " + line)
+sys.exit(1 if bad else 0)
+PY
+}
+
+case_wait_policy() {
+    local policy
+    for policy in auto passive active default; do
+        sweep --rounds 1 --workloads uniform --max-n 100 --wait-policy "$policy" \
+            --dir-file "$SCRATCH/dir" >"$SCRATCH/log-$policy" 2>&1 || { fail "sweep --wait-policy $policy failed"; continue; }
+        case $policy in
+            auto) check_policy "$(cat "$SCRATCH/dir")/bench.json" 1=passive 2=active ;;
+            default) check_policy "$(cat "$SCRATCH/dir")/bench.json" 1=unset 2=unset ;;
+            *) check_policy "$(cat "$SCRATCH/dir")/bench.json" 1=$policy 2=$policy ;;
+        esac
+        sleep 1 # the next run's folder, named by the second, must differ
+    done
+    sweep --wait-policy sometimes >"$SCRATCH/log-bad" 2>&1
+    [ $? -eq 2 ] || fail "--wait-policy sometimes is not a usage error"
+}
+
+case_machine_label() {
+    local label
+    label=$("$PY" "$ROOT/harness/sweep.py" --machine-label) || fail "--machine-label failed"
+    [[ $label =~ ^[a-z0-9]+(-[a-z0-9]+)*-[0-9]+cpu$ ]] || fail "machine label '$label'"
+    (cd "$ROOT/harness" && "$PY" - <<'PY') || fail "machine labels: see above"
+import sweep
+cases = {("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", 2): "intel-xeon-platinum-8375c-2cpu",
+         ("AMD EPYC 9R14 96-Core Processor", 4): "amd-epyc-9r14-4cpu",
+         ("AMD EPYC", 2): "amd-epyc-2cpu",
+         ("Neoverse-N1", 8): "neoverse-n1-8cpu",
+         ("", 1): "unknown-1cpu"}
+bad = [(k, sweep.machine_label(*k), v) for k, v in cases.items() if sweep.machine_label(*k) != v]
+for k, got, want in bad:
+    print(f"  {k}: {got!r}, want {want!r}")
+raise SystemExit(1 if bad else 0)
+PY
 }
 
 "case_$CASE"

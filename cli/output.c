@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,7 +19,14 @@
 /* The one temporary file a run may have, for the signal handler. */
 static char temp_path[PATH_MAX + 16];
 static char target_path[PATH_MAX + 1];
-static volatile sig_atomic_t temp_active = 0;
+/* The temporary's state, shared with the signal handler, which may run on any
+ * thread (blocking signals in the main thread does not block them in the
+ * OpenMP workers): the handler and the final rename each claim it by one
+ * compare-and-swap, so a signal either removes the temporary and ends the
+ * process before the rename, or arrives after the rename began and is
+ * absorbed (the run then ends with its own status and the new file). */
+enum { TEMP_NONE, TEMP_ACTIVE, TEMP_COMMITTING, TEMP_DYING };
+static atomic_int temp_state = TEMP_NONE;
 static sigset_t exit_signals;
 
 /* The signals whose default action ends the process and that a program may
@@ -38,8 +46,11 @@ static const int ending_signals[] = {
 
 static void on_signal(int sig)
 {
-    if (temp_active)
+    int state = TEMP_ACTIVE;
+    if (atomic_compare_exchange_strong(&temp_state, &state, TEMP_DYING))
         unlink(temp_path);
+    else if (state == TEMP_COMMITTING)
+        return; /* the rename has begun: the run finishes with the new file */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the process ends by sig */
 }
@@ -47,9 +58,9 @@ static void on_signal(int sig)
 /* exit() from anywhere (the OpenMP runtime's fatal errors call it). */
 static void on_exit_remove(void)
 {
-    if (temp_active)
+    int state = TEMP_ACTIVE;
+    if (atomic_compare_exchange_strong(&temp_state, &state, TEMP_NONE))
         unlink(temp_path);
-    temp_active = 0;
 }
 
 static void catch_signal(int sig)
@@ -197,13 +208,13 @@ int output_open(output *o, const char *path)
     if (target != target_path)
         snprintf(target_path, sizeof target_path, "%s", target);
 
-    /* A signal between mkstemp and temp_active = 1 would leave the file
+    /* A signal between mkstemp and TEMP_ACTIVE would leave the file
      * behind: it waits until both are done. */
     sigset_t previous;
     sigprocmask(SIG_BLOCK, &exit_signals, &previous);
     int fd = mkstemp(temp_path);
     int saved = errno;
-    temp_active = fd >= 0;
+    atomic_store(&temp_state, fd >= 0 ? TEMP_ACTIVE : TEMP_NONE);
     sigprocmask(SIG_SETMASK, &previous, NULL);
     if (fd < 0)
         return refuse(path, "cannot create a file in its folder: %s", strerror(saved));
@@ -244,10 +255,9 @@ void output_discard(output *o)
     if (o->f && o->own_file)
         fclose(o->f);
     o->f = NULL;
-    if (o->replace && temp_active) {
+    int state = TEMP_ACTIVE;
+    if (o->replace && atomic_compare_exchange_strong(&temp_state, &state, TEMP_NONE))
         unlink(temp_path);
-        temp_active = 0;
-    }
     o->replace = false;
 }
 
@@ -271,17 +281,22 @@ bool output_commit(output *o, bool last)
         return true;
     sigset_t previous;
     sigprocmask(SIG_BLOCK, &exit_signals, &previous);
+    int state = TEMP_ACTIVE;
+    if (!atomic_compare_exchange_strong(&temp_state, &state, TEMP_COMMITTING))
+        for (;;) /* a signal handler on another thread is ending the process */
+            pause();
     if (rename(temp_path, target_path) != 0) {
         saved = errno;
         unlink(temp_path);
-        temp_active = 0;
+        atomic_store(&temp_state, TEMP_NONE);
         sigprocmask(SIG_SETMASK, &previous, NULL);
         cli_say("%s: cannot replace it: %s", output_name(o), strerror(saved));
         return false;
     }
-    temp_active = 0;
     o->replace = false;
-    if (!last)
+    if (!last) { /* more to do: signals end the run again, with nothing to remove */
+        atomic_store(&temp_state, TEMP_NONE);
         sigprocmask(SIG_SETMASK, &previous, NULL);
+    }
     return true;
 }

@@ -105,6 +105,7 @@ class Line:
     def __init__(self, kernel, threads, skin):
         self.kernel, self.threads, self.skin = kernel, threads, skin
         self.runs = {}  # n -> [row, ...]
+        self._estimates = {}  # (n, what) -> Estimate: each bootstrap made once
 
     @property
     def label(self):
@@ -121,8 +122,13 @@ class Line:
         return sorted(self.runs)
 
     def estimate(self, n, values, what):
-        """The median of one value per run and its bootstrap over the runs."""
-        return stats.bootstrap([[v] for v in values], rng=f"{self.label}/n:{n}/{what}")
+        """The median of one value per run and its bootstrap over the runs (made
+        once per (n, what): the figure, the ratios and the summary share it)."""
+        key = (n, what)
+        if key not in self._estimates:
+            self._estimates[key] = stats.bootstrap([[v] for v in values],
+                                                   rng=f"{self.label}/n:{n}/{what}")
+        return self._estimates[key]
 
     def median(self, n, column):
         return self.estimate(n, [r[column] for r in self.runs[n]], column)
@@ -209,8 +215,8 @@ def summary(results, markdown=False):
     rows = [["line"] + [f"fps n={n:,}" for n in SUMMARY_N] + ["fps(n)/fps(2n)",
                                                               "search share"]]
     for line in results.lines:
-        ratios = ", ".join(f"{short_n(n)}->{short_n(2 * n)} {stats.text(line.ratio(n))}"
-                           for n in line.ns() if line.ratio(n) is not None)
+        ratios = ", ".join(f"{short_n(n)}->{short_n(2 * n)} {stats.text(r)}"
+                           for n, r in ((n, line.ratio(n)) for n in line.ns()) if r is not None)
         largest = line.ns()[-1]
         share = line.search_share(largest)
         rows.append([line.label] + [stats.text(line.fps(n)) if n in line.runs else ""

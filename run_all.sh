@@ -55,7 +55,8 @@ The sweep's settled workload, and every --sim run, start from settled piles kept
 results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
 
 A run writes everything under results/<machine>/<UTC timestamp>/, where <machine> names
-the CPU model and its logical CPUs (e.g. amd-epyc-2cpu): bench.json (Google
+the CPU model, its widest vector ISA and its logical CPUs (e.g. amd-epyc-avx2-2cpu):
+bench.json (Google
 Benchmark's JSON: every repetition with its round, every process's context),
 bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.json
 (commit, options, CPU model), and parts/ (one JSON per round, workload, n and thread

@@ -962,6 +962,20 @@ static void context_cpu(void)
         snprintf(buf, sizeof buf, NOT_VISIBLE);
     nsb_add_context("cpu_model", buf);
 
+    /* a hypervisor may give different CPUs one name ("AMD EPYC" is Zen 3 one
+     * day, Zen 4 the next): the signature tells them apart */
+    char family[32], model[32], stepping[32];
+    if (cpuinfo_field("cpu family", family, sizeof family) &&
+        cpuinfo_field("model", model, sizeof model) &&
+        cpuinfo_field("stepping", stepping, sizeof stepping))
+        snprintf(buf, sizeof buf, "family %s model %s stepping %s", family, model, stepping);
+    else if (cpuinfo_field("CPU implementer", family, sizeof family) &&
+             cpuinfo_field("CPU part", model, sizeof model))
+        snprintf(buf, sizeof buf, "implementer %s part %s", family, model);
+    else
+        snprintf(buf, sizeof buf, NOT_VISIBLE);
+    nsb_add_context("cpu_signature", buf);
+
     /* the extensions this build compiles for (the harness is compiled with
      * the library's -march), then what the processor reports */
     char isa[256] = "build:";

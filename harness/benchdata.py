@@ -93,10 +93,14 @@ class Run:
         return len({r for c in self.configs.values() for r in c.round_ids}) or 1
 
     def machine_label(self):
-        """CPU model and cores, and host: 'AMD EPYC 9R14, 2 cores (host vm)'."""
+        """CPU model, signature and widest vector ISA, cores, and host:
+        'AMD EPYC (family 25 model 1 stepping 1, AVX2), 2 cores (host vm)'."""
         ctx = self.context
         cores = ctx.get("cores_online", ctx.get("num_cpus", "?"))
-        return f"{ctx.get('cpu_model', '?')}, {cores} cores (host {ctx.get('host_name', '?')})"
+        sig = ctx.get("cpu_signature", "not visible")
+        cpu = ", ".join(x for x in (sig != "not visible" and sig, cpu_vector_isa(ctx)) if x)
+        return (f"{ctx.get('cpu_model', '?')}{f' ({cpu})' if cpu else ''}, {cores} cores "
+                f"(host {ctx.get('host_name', '?')})")
 
     def date(self):
         return str(self.context.get("date", "?"))[:10]
@@ -122,6 +126,17 @@ class Run:
         """The timed configurations of one line, by n."""
         return sorted((c for c in self.configs.values() if c.rounds and c.workload == workload
                        and c.kernel == kernel and c.threads == threads), key=lambda c: c.n)
+
+
+def cpu_vector_isa(ctx):
+    """The widest vector extension the context's CPU reports ('AVX-512', 'AVX2',
+    'SVE', 'NEON'), from the 'cpu:' half of its isa field; '' when not recorded."""
+    cpu = str(ctx.get("isa", "")).partition("cpu:")[2]
+    for name, flag in (("AVX-512", "avx512f yes"), ("AVX2", "avx2 yes"), ("SVE", "sve yes"),
+                       ("NEON", "asimd yes")):
+        if flag in cpu:
+            return name
+    return ""
 
 
 def kernel_order(kernel):

@@ -105,8 +105,8 @@ def disturbed(c, steal_ms=1.0, invol_csw=50):
 
 
 def provenance(ctx):
-    keys = ["cpu_model", "cores_online", "isa", "compiler", "compile_flags", "build_type",
-            "openmp", "benchmark_version", "kernel_release", "git_commit", "git_modified",
+    keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "compiler", "compile_flags",
+            "build_type", "openmp", "benchmark_version", "kernel_release", "git_commit", "git_modified",
             "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages", "cpu_governor"]
     return "; ".join(f"{k} {ctx[k]}" for k in keys if k in ctx)
 

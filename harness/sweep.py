@@ -67,26 +67,65 @@ def duration(seconds):
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def cpu_model():
+def cpu_info():
+    """The fields of /proc/cpuinfo's first processor that identify the CPU."""
+    info = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith(("model name", "Model", "cpu model")):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    if info:
+                        break
+                    continue
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return info
+
+
+def vector_isa(flags):
+    """The widest vector extension the CPU reports: what most separates two CPUs
+    that a hypervisor names alike ('AMD EPYC' is Zen 3 without AVX-512 one day,
+    Zen 4 with it the next)."""
+    words = set(flags.split())
+    for isa, flag in (("avx512", "avx512f"), ("avx2", "avx2"), ("sve", "sve"), ("neon", "asimd")):
+        if flag in words:
+            return isa
+    return ""
+
+
+def cpu_model(info=None):
+    info = cpu_info() if info is None else info
+    for key in ("model name", "Model", "cpu model"):
+        if info.get(key):
+            return info[key]
     return "unknown"
 
 
-def machine_label(model=None, cpus=None):
-    """The folder name of this machine's results: its CPU model and logical CPU
-    count, what distinguishes machines (host names do not: VMs are all 'vm').
-    'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2 -> 'intel-xeon-platinum-8375c-2cpu'."""
-    model = cpu_model() if model is None else model
+def cpu_identity(info=None):
+    """What a resumed run must share with the run it continues: the model name,
+    the family/model/stepping (or ARM implementer/part) and the vector ISA."""
+    info = cpu_info() if info is None else info
+    sig = ", ".join(f"{k} {info[k]}" for k in ("cpu family", "model", "stepping",
+                                                "CPU implementer", "CPU part") if k in info)
+    isa = vector_isa(info.get("flags", info.get("Features", "")))
+    return f"{cpu_model(info)} ({sig}; {isa or 'no vector ISA seen'})"
+
+
+def machine_label(model=None, cpus=None, isa=None):
+    """The folder name of this machine's results: its CPU model, widest vector
+    ISA and logical CPU count, what distinguishes machines (host names do not:
+    VMs are all 'vm').
+    'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2, 'avx512' -> 'intel-xeon-platinum-8375c-avx512-2cpu'."""
+    if model is None or isa is None:
+        info = cpu_info()
+        model = cpu_model(info) if model is None else model
+        isa = vector_isa(info.get("flags", info.get("Features", ""))) if isa is None else isa
     cpus = (os.cpu_count() or 1) if cpus is None else cpus
     model = re.sub(r"\((R|TM|tm)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", " ", model)
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
-    return f"{slug}-{cpus}cpu"
+    return f"{slug}{'-' + isa if isa else ''}-{cpus}cpu"
 
 
 def git_commit(root):
@@ -192,7 +231,7 @@ def units(configs, rounds, seed):
 def run_conf(a):
     """What must match for --resume."""
     return {"commit": git_commit(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-            "cpu_model": cpu_model(),
+            "cpu_model": cpu_identity(),
             "options": {"rounds": a.rounds, "repetitions": a.repetitions, "min_time": a.min_time,
                         "kernels": a.kernels, "workloads": a.workloads, "threads": a.threads,
                         "max_n": a.max_n, "shuffle_seed": a.shuffle_seed,

@@ -57,7 +57,19 @@ class Loader(unittest.TestCase):
         c = run.configs[("hash_parallel", "uniform", 1000, 2)]
         self.assertEqual(len(c.rounds), 1)
         self.assertEqual(c.repetitions, 3)  # the aggregates are not counted
-        self.assertEqual(run.machine_label(), "AMD EPYC, 2 cores (host vm)")
+        self.assertEqual(run.machine_label(), "AMD EPYC, 2 cores (host vm)")  # no ISA recorded
+
+    def test_machine_label(self):
+        """Two CPUs a hypervisor names alike are told apart by signature and ISA."""
+        ctx = {"cpu_model": "AMD EPYC", "cores_online": "2", "host_name": "vm",
+               "cpu_signature": "family 25 model 1 stepping 1",
+               "isa": "build: avx2 avx sse4.2; cpu: avx2 yes, avx512f no"}
+        zen3 = benchdata.Run("a", ctx, [ctx], {})
+        self.assertEqual(zen3.machine_label(),
+                         "AMD EPYC (family 25 model 1 stepping 1, AVX2), 2 cores (host vm)")
+        ctx = dict(ctx, cpu_signature="not visible", isa="build: avx2; cpu: avx2 yes, avx512f yes")
+        self.assertEqual(benchdata.Run("b", ctx, [ctx], {}).machine_label(),
+                         "AMD EPYC (AVX-512), 2 cores (host vm)")
 
     def test_units_and_refusals(self):
         entry = {"name": "naive/uniform/n:100/threads:1/manual_time", "run_type": "iteration",

@@ -10,7 +10,7 @@
 #   options is not continued (exit 2, the field named);
 # wait_policy: OMP_WAIT_POLICY per process as --wait-policy says (auto: passive
 #   for 1 thread, active for more; default: unset), recorded in each context;
-# machine_label: the results folder's name from the CPU model and logical CPUs.
+# machine_label: the results folder's name from the CPU model, vector ISA and logical CPUs.
 set -u
 ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
 PY=/usr/bin/python3
@@ -164,13 +164,21 @@ case_machine_label() {
     local label
     label=$("$PY" "$ROOT/harness/sweep.py" --machine-label) || fail "--machine-label failed"
     [[ $label =~ ^[a-z0-9]+(-[a-z0-9]+)*-[0-9]+cpu$ ]] || fail "machine label '$label'"
+    (cd "$ROOT/harness" && "$PY" - <<'PY') || fail "the identity a resume checks lacks the CPU's family and vector ISA"
+import sweep
+info = {"model name": "AMD EPYC", "cpu family": "25", "model": "1", "stepping": "1", "flags": "fpu avx2 fma"}
+zen4 = dict(info, model="17", flags="fpu avx2 avx512f")
+a, b = sweep.cpu_identity(info), sweep.cpu_identity(zen4)
+raise SystemExit(0 if a != b and "avx2" in a and "avx512" in b and "family 25" in a else 1)
+PY
     (cd "$ROOT/harness" && "$PY" - <<'PY') || fail "machine labels: see above"
 import sweep
-cases = {("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", 2): "intel-xeon-platinum-8375c-2cpu",
-         ("AMD EPYC 9R14 96-Core Processor", 4): "amd-epyc-9r14-4cpu",
-         ("AMD EPYC", 2): "amd-epyc-2cpu",
-         ("Neoverse-N1", 8): "neoverse-n1-8cpu",
-         ("", 1): "unknown-1cpu"}
+cases = {("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", 2, "avx512"): "intel-xeon-platinum-8375c-avx512-2cpu",
+         ("AMD EPYC 9R14 96-Core Processor", 4, "avx512"): "amd-epyc-9r14-avx512-4cpu",
+         ("AMD EPYC", 2, "avx512"): "amd-epyc-avx512-2cpu",
+         ("AMD EPYC", 2, "avx2"): "amd-epyc-avx2-2cpu",
+         ("Neoverse-N1", 8, "neon"): "neoverse-n1-neon-8cpu",
+         ("", 1, ""): "unknown-1cpu"}
 bad = [(k, sweep.machine_label(*k), v) for k, v in cases.items() if sweep.machine_label(*k) != v]
 for k, got, want in bad:
     print(f"  {k}: {got!r}, want {want!r}")

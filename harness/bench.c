@@ -25,7 +25,9 @@
  * Every repetition also records what disturbed it, read before its first and
  * after its last timed iteration: steal_ms (CPU steal time of the whole
  * machine, from /proc/stat), invol_csw and vol_csw (the process's involuntary
- * and voluntary context switches, from getrusage).
+ * and voluntary context switches, from getrusage). What neither shows (a
+ * neighbour on the host's core) the witness does: a fixed piece of work timed
+ * on every thread at the start of the process (witness_ms in the context).
  *
  * The results' context records the build and the machine (add_context).
  * Google Benchmark's own library_build_type key says how Google Benchmark's
@@ -45,6 +47,8 @@
 #include <omp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1168,6 +1172,95 @@ static void context_openmp(void)
     nsb_add_context("omp_places", buf);
 }
 
+/* The witness: one fixed piece of work timed on every thread of the process
+ * at once, before any benchmark, each thread on the place the kernels'
+ * thread of the same number will use. Its times tell two runs' machine
+ * states apart where steal time cannot: another guest on the same physical
+ * core slows it as it slows the kernels. (Its data stay in L1: a neighbour
+ * that only takes memory bandwidth or the shared cache it does not see.) The
+ * work: every pair of WITNESS_N points tested against a distance, as the
+ * quadratic kernels test them, WITNESS_REPS times in step (a barrier before
+ * each). The context records each thread's median (witness_ms, thread 0
+ * first) and what was timed (witness: its version and work), which
+ * compare.py requires to match, with the compiler and flags, before it sets
+ * two runs' witnesses side by side. */
+#define WITNESS_VERSION 1
+#define WITNESS_N 1024
+#define WITNESS_REPS 31
+#define WITNESS_STRIDE 32 /* doubles per thread's row of times: rows on their own cache lines */
+
+static unsigned witness_pairs(const float *x)
+{
+    unsigned hits = 0;
+    for (int i = 0; i < WITNESS_N; i++)
+        for (int j = i + 1; j < WITNESS_N; j++) {
+            float dx = x[3 * i] - x[3 * j], dy = x[3 * i + 1] - x[3 * j + 1],
+                  dz = x[3 * i + 2] - x[3 * j + 2];
+            hits += dx * dx + dy * dy + dz * dz < 0.01f;
+        }
+    return hits;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void context_witness(void)
+{
+    char what[160];
+    snprintf(what, sizeof what, "v%d: every pair of %d points against a distance, %d times "
+             "per thread in step, median", WITNESS_VERSION, WITNESS_N, WITNESS_REPS);
+    nsb_add_context("witness", what);
+    int threads = omp_get_max_threads(), team = 0;
+    double *times = malloc((size_t)threads * WITNESS_STRIDE * sizeof *times);
+    unsigned *hits = malloc((size_t)threads * sizeof *hits);
+    char *buf = malloc((size_t)threads * 24 + 1);
+    bool same = true;
+    if (times && hits && buf) {
+        buf[0] = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            int t = omp_get_thread_num();
+#pragma omp single
+            team = omp_get_num_threads(); /* the runtime may give fewer than asked */
+            float x[3 * WITNESS_N];
+            uint32_t state = 12345u; /* the same points on every thread and run */
+            for (int k = 0; k < 3 * WITNESS_N; k++) {
+                state = state * 1664525u + 1013904223u;
+                x[k] = (float)(state >> 8) * (1.0f / 16777216.0f);
+            }
+            /* x's address escapes through a volatile: the calls between
+             * repetitions might change x, so no repetition can be elided */
+            float *volatile escaped = x;
+            unsigned first = witness_pairs(escaped); /* warm: code and data */
+            for (int r = 0; r < WITNESS_REPS; r++) {
+#pragma omp barrier
+                double t0 = now();
+                unsigned h = witness_pairs(escaped);
+                times[t * WITNESS_STRIDE + r] = now() - t0;
+                if (h != first)
+                    first = 0; /* cannot happen: the work is deterministic */
+            }
+            hits[t] = first;
+        }
+        size_t len = 0;
+        for (int t = 0; t < team; t++) {
+            same = same && hits[t] != 0 && hits[t] == hits[0];
+            qsort(times + t * WITNESS_STRIDE, WITNESS_REPS, sizeof *times, compare_double);
+            len += (size_t)sprintf(buf + len, "%s%.4g", t ? " " : "",
+                                   1e3 * times[t * WITNESS_STRIDE + WITNESS_REPS / 2]);
+        }
+    }
+    nsb_add_context("witness_ms", !(times && hits && buf) ? "not measured (out of memory)"
+                                  : same ? buf
+                                         : "not measured (the threads counted different pairs)");
+    free(times);
+    free(hits);
+    free(buf);
+}
+
 static void add_context(const options *o, int cores)
 {
     char buf[512];
@@ -1192,6 +1285,7 @@ static void add_context(const options *o, int cores)
         nsb_add_context(env[k], buf);
     }
     context_openmp();
+    context_witness();
     nsb_add_context("compiler", NS_COMPILER);
     nsb_add_context("compile_flags", NS_COMPILE_FLAGS);
     nsb_add_context("march_native", NS_NATIVE_ON ? "ON" : "OFF");

@@ -40,6 +40,7 @@ class Config:
         self.counters = {}      # the first iteration entry (contacts, index_bytes, ...)
         self.entries = []       # (round, iteration entry) of every repetition, for
                                 # per-repetition counters (build_ms, steal_ms, ...)
+        self.parts = {}         # round -> the part (process) that measured it, or None
         self.verdict = None     # the check's label, or the error message
 
     @property
@@ -102,6 +103,42 @@ class Run:
         return (f"{ctx.get('cpu_model', '?')}{f' ({cpu})' if cpu else ''}, {cores} cores "
                 f"(host {ctx.get('host_name', '?')})")
 
+    def witness(self):
+        """Each process's witness times (ms, thread 0 first) and round, by part name
+        (the context's index where a context has none): the fixed work
+        nsearch-bench times on every thread before its benchmarks. Processes that
+        did not record it (older files, 'not measured') are left out."""
+        out = {}
+        for k, ctx in enumerate(self.contexts):
+            try:
+                times = [float(x) for x in str(ctx["witness_ms"]).split()]
+            except (KeyError, ValueError):
+                continue
+            if times and all(np.isfinite(x) and x > 0 for x in times):
+                out[ctx.get("part", k)] = (int(ctx.get("round", 1)), times)
+        return out
+
+    def witness_rounds(self):
+        """The witness times by slot, a process's thread count and a thread of it
+        ('1 thread', '2 threads: thread 1'), then by round: {slot: [np.ndarray of
+        the round's processes' times, ...]}. Slots are never pooled (a thread alone
+        and one beside busy others see a neighbour differently); rounds are the
+        clusters of the bootstrap, as a neighbour's presence lasts a while."""
+        out = {}
+        for rnd, times in self.witness().values():
+            for t, x in enumerate(times):
+                out.setdefault((len(times), t), {}).setdefault(rnd, []).append(x)
+        return {witness_slot(*slot): [np.asarray(v) for _, v in sorted(rounds.items())]
+                for slot, rounds in sorted(out.items())}
+
+    def witness_comparable(self, other):
+        """Why this run's witness cannot be set beside other's ('' when it can):
+        what was timed, the compiler and the flags must be the same."""
+        for key in ("witness", "compiler", "compile_flags"):
+            if self.context.get(key) != other.context.get(key):
+                return f"{key} differs"
+        return ""
+
     def date(self):
         return str(self.context.get("date", "?"))[:10]
 
@@ -126,6 +163,20 @@ class Run:
         """The timed configurations of one line, by n."""
         return sorted((c for c in self.configs.values() if c.rounds and c.workload == workload
                        and c.kernel == kernel and c.threads == threads), key=lambda c: c.n)
+
+
+# What the witness is, for the reports (nsearch-bench's context_witness)
+WITNESS_WHAT = ("the witness, a fixed all-pairs count of 1,024 points timed on every thread "
+                "at the start of every process")
+
+
+# Below this many processes in a slot the witness gets no interval and no verdict.
+WITNESS_MIN_PROCESSES = 3
+
+
+def witness_slot(threads, t):
+    """The name of thread t of a process of `threads` threads, for the witness."""
+    return "1 thread" if threads == 1 else f"{threads} threads: thread {t}"
 
 
 def cpu_vector_isa(ctx):
@@ -201,4 +252,5 @@ def load(path):
         c = configs[key]
         c.round_ids = sorted(per_round)
         c.rounds = [np.asarray(per_round[r]) for r in c.round_ids]
+        c.parts = dict(parts[key])
     return Run(path, context, contexts, configs)

@@ -11,7 +11,10 @@ the interval of B / A lies wholly below 1 - band, slower wholly above 1 + band,
 equivalent wholly inside [1 - band, 1 + band], otherwise inconclusive. The
 all-cores rows of parallel kernels pair up across machines with different core
 counts (threads:all(TA|TB)). Per kernel, threads and workload: the geometric mean
-of B / A over n, with its interval from the same replicates.
+of B / A over n, with its interval from the same replicates. Before the table,
+the machine state: the two runs' witnesses (nsearch-bench's fixed work, timed on
+every thread at the start of every process) side by side, with a warning when
+they differ beyond the band.
 
 Writes DIR/compare.txt (also printed), DIR/compare.tsv (one row per
 configuration), DIR/compare_kernels.tsv (the geometric means) and the plot data
@@ -32,6 +35,7 @@ try:
     import numpy as np
 
     import benchdata
+    import results
     import stats
     from report import gp_text, table
 except ImportError as e:  # numpy and scipy: Debian's python3-numpy and python3-scipy
@@ -141,6 +145,50 @@ def describe(run):
             f"{span(rounds)} round{'s' if rounds != [1] else ''} x {span(reps)} repetitions")
 
 
+def witness_report(a, b, band, replicates):
+    """The machine state of the two runs side by side: per witness slot, A's and
+    B's medians over their processes and B/A, each with its interval, and a
+    warning when B/A lies outside the band."""
+    wa, wb = a.witness_rounds(), b.witness_rounds()
+    if not (wa and wb):
+        return ["Machine state: not compared (a file has no witness: made before it was "
+                "recorded)."]
+    why = a.witness_comparable(b)
+    if why:
+        return [f"Machine state: not compared ({why}: the witness is not the same work)."]
+    slots = [s for s in wa if s in wb]
+    lines = [["witness slot", "A ms [95 %]", "B ms [95 %]", "B/A [95 %]", "verdict"]]
+    moved = []
+    for slot in slots:
+        ea = results.witness_estimate(wa[slot], slot, replicates)
+        eb = results.witness_estimate(wb[slot], slot + "/B", replicates)
+        if ea and eb:
+            r = stats.derived(np.divide, eb, ea)
+            verdict = stats.verdict(*r.interval()[1:], band)
+            cells = [stats.text(ea), stats.text(eb), stats.text(r), verdict]
+        else:
+            ma, mb = (float(np.median(np.concatenate(w[slot]))) for w in (wa, wb))
+            verdict = f"too few processes (fewer than {benchdata.WITNESS_MIN_PROCESSES})"
+            cells = [f"{ma:.4g}", f"{mb:.4g}", f"{mb / ma:.3g}", verdict]
+        if verdict in ("faster", "slower"):
+            moved.append(slot)
+        lines.append([slot] + cells)
+    out = [f"Machine state: {benchdata.WITNESS_WHAT} (medians over the processes):"]
+    out += [table(lines)] if slots else ["  (no slot in common)"]
+    unshared = [f"{s} (only in {side})" for side, w, other in (("A", wa, wb), ("B", wb, wa))
+                for s in w if s not in other]
+    if unshared:
+        out.append(f"Not compared: {'; '.join(unshared)}.")
+    if moved:
+        out.append(f"The witness differs between the runs beyond the band ({'; '.join(moved)}): "
+                   "the machines, or one machine's state (a neighbour on the host's core), "
+                   "differ. For two runs of one build on one machine, verdicts on "
+                   "configurations with those threads may then describe the machine's state "
+                   "rather than the code. (Equal witnesses do not prove equal states: the "
+                   "witness sees a neighbour on the core, not one on memory bandwidth.)")
+    return out
+
+
 def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
     out = ["nsearch-bench comparison: B against A, configuration by configuration",
            f"A: {describe(a)}", f"B: {describe(b)}"]
@@ -150,6 +198,7 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
                f"the medians; verdict on B: faster (slower) when the interval of B/A lies "
                f"wholly below {1 - band:g} (above {1 + band:g}), equivalent when wholly "
                f"inside [{1 - band:g}, {1 + band:g}], inconclusive otherwise.")
+    out += [""] + witness_report(a, b, band, replicates)
     ta, tb = a.max_threads(), b.max_threads()
     if ta != tb:
         out.append(f"The all-cores rows of parallel kernels ({ta} threads on A, {tb} on B) "

@@ -11,11 +11,14 @@ Times are Google Benchmark's real (manual) times in ms. Every figure is a
 median of the repetitions with a 95 % interval from a nested bootstrap over
 rounds (separate processes) and the repetitions inside them (stats.py);
 derived figures (speed-ups, multiples of a floor, doubling ratios,
-exponents) take their intervals from the same replicates. The machine
-comparison is compare.py.
+exponents) take their intervals from the same replicates. The summary also
+gives the machine's state through the run (the witness each process timed at
+its start). The machine comparison is compare.py.
 """
 import os
 import sys
+
+import numpy as np
 
 import benchdata
 import stats
@@ -104,10 +107,67 @@ def disturbed(c, steal_ms=1.0, invol_csw=50):
     return notes
 
 
+# A process whose witness took this much longer than its slot's median over
+# the run started in a slower state of the machine than most.
+WITNESS_SLOW = 1.10
+
+
+def witness_estimate(rounds, slot, B=stats.DEFAULT_B):
+    """The median of a witness slot's times with its interval (bootstrap over the
+    rounds and the processes in them), or None for too few processes."""
+    if sum(len(r) for r in rounds) < benchdata.WITNESS_MIN_PROCESSES:
+        return None
+    return stats.bootstrap(rounds, B, stats.generator("witness/" + slot))
+
+
+def witness_lines(run, markdown):
+    """The machine's state through the run: the witness of each slot (median over
+    the processes, with its interval, and range) and the processes that started
+    slow, named by the configurations they measured."""
+    slots = run.witness_rounds()
+    if not slots:
+        return []
+    item = "- " if markdown else "  "
+    what = benchdata.WITNESS_WHAT
+    out = [f"\n{'## ' if markdown else ''}Machine state\n",
+           f"{what[0].upper()}{what[1:]} (ms: median over the processes [95 % interval, a "
+           "bootstrap over the rounds and the processes in them], range):"]
+    medians = {}
+    for slot, rounds in slots.items():
+        values = np.concatenate(rounds)
+        e = witness_estimate(rounds, slot)
+        medians[slot] = e.value if e else float(np.median(values))
+        count = f"{len(values)} process{'es' if len(values) != 1 else ''}"
+        out.append(f"{item}{slot}: {show(e) if e else f'{medians[slot]:.4g} (no interval)'}, "
+                   f"{values.min():.4g}-{values.max():.4g} over {count}")
+    measured = {}  # part -> (round, workload, n, threads) it measured
+    for c in run.configs.values():
+        for rnd, part in c.parts.items():
+            measured[part] = (rnd, c.workload, c.n, c.threads)
+    slow = []
+    for part, (rnd, times) in run.witness().items():
+        worst = max(x / medians[benchdata.witness_slot(len(times), t)]
+                    for t, x in enumerate(times))
+        if worst < WITNESS_SLOW:
+            continue
+        if part in measured:
+            _, w, n, t = measured[part]
+            key, what = (rnd, benchdata.workload_order(w), n, t), f"{w} n={n} threads={t}"
+        else:
+            key, what = (rnd, (-1, ""), 0, 0), f"process {part} (no configuration timed)"
+        slow.append((key, f"{item}round {rnd}, {what}: the witness {worst:.2f}x its median"))
+    if slow:
+        out.append(f"{len(slow)} of {len(run.witness())} processes started with a witness "
+                   f"{WITNESS_SLOW:.2f}x or more its median (a slower state of the machine; "
+                   "their configurations' times in that round are suspect):")
+        out += [line for _, line in sorted(slow)]
+    return out
+
+
 def provenance(ctx):
     keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "compiler", "compile_flags",
-            "build_type", "openmp", "benchmark_version", "kernel_release", "git_commit", "git_modified",
-            "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages", "cpu_governor"]
+            "build_type", "openmp", "benchmark_version", "kernel_release", "git_commit",
+            "git_modified", "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages", "cpu_governor"]
     return "; ".join(f"{k} {ctx[k]}" for k in keys if k in ctx)
 
 
@@ -153,6 +213,7 @@ def summary(f, markdown=False):
                          show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
                          show(f.over(c, floor)), verdict])
         out.append(table(rows, markdown))
+    out += witness_lines(run, markdown)
     notes = {c.name: disturbed(c) for c in run.configs.values()}
     notes = {k: v for k, v in notes.items() if v}
     wide = sorted((c.name, f.est(c)) for c in run.configs.values() if f.est(c))

@@ -116,8 +116,8 @@ def cpu_identity(info=None):
 def machine_label(model=None, cpus=None, isa=None):
     """The folder name of this machine's results: its CPU model, widest vector
     ISA and logical CPU count, what distinguishes machines (host names do not:
-    VMs are all 'vm').
-    'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2, 'avx512' -> 'intel-xeon-platinum-8375c-avx512-2cpu'."""
+    VMs are all 'vm'). 'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2,
+    'avx512' -> 'intel-xeon-platinum-8375c-avx512-2cpu'."""
     if model is None or isa is None:
         info = cpu_info()
         model = cpu_model(info) if model is None else model

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the synthetic result files of the stats tests (tests/stats/*.json) in the
-sweep's merged format: 3 rounds x 5 repetitions, one process per round and group.
+sweep's merged format: the sweep's default rounds and repetitions (stats.py), one
+process per round, group and thread count.
 
     aa_a.json, aa_b.json   the same machine and build measured twice (an A/A pair)
     twox_b.json            a machine with 4 cores, every time twice aa_a.json's; it
@@ -9,7 +10,10 @@ sweep's merged format: 3 rounds x 5 repetitions, one process per round and group
 
 Times: a power law of n per kernel and thread count, a lognormal round effect
 (sigma 0.02, shared by a round's repetitions) and lognormal noise per repetition
-(sigma 0.03). Seeded: running this again writes the same files.
+(sigma 0.03). Every process's context has a witness (witness_ms, one time per
+thread, 0.2 ms with lognormal noise of sigma 0.02, times the file's scale),
+drawn from a generator of its own so the times do not depend on it. Seeded:
+running this again writes the same files.
 
     /usr/bin/python3 tests/stats/make_fixtures.py [DIR]
 """
@@ -23,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import stats  # noqa: E402  (the sweep's defaults)
 
 ROUNDS, REPETITIONS = stats.DEFAULT_ROUNDS, stats.DEFAULT_REPETITIONS
-ROUND_SIGMA, REP_SIGMA = 0.02, 0.03
+ROUND_SIGMA, REP_SIGMA, WITNESS_SIGMA = 0.02, 0.03, 0.02
 COMMIT = "5f0c2a9e1d7b4c3a8e6f0b1d2c3e4f5a6b7c8d9e"
 FLAGS = "-ffp-contract=off -fno-math-errno -march=native"
 # kernel: (ms at n = 1000 with 1 thread, exponent, speed-up with all cores)
@@ -36,7 +40,9 @@ def context(host, cpu, cores, date):
     return {"date": date, "host_name": host, "executable": "build/release/nsearch-bench",
             "num_cpus": cores, "compile_flags": FLAGS, "compiler": "GNU 12.2.0",
             "cores_online": str(cores), "cpu_model": cpu, "git_commit": COMMIT,
-            "git_modified": "false", "results_format_version": "1"}
+            "git_modified": "false", "results_format_version": "1",
+            "witness": "v1: every pair of 1024 points against a distance, 31 times per thread "
+                       "in step, median"}
 
 
 def configs(cores, extra=()):
@@ -55,6 +61,7 @@ def configs(cores, extra=()):
 
 def write(path, ctx, entries_of, seed, scale=1.0, drop=(), refused=()):
     rng = np.random.default_rng(seed)
+    witness = np.random.default_rng(seed + 100)
     groups = sorted({(w, n) for _, w, n, _, _ in entries_of},
                     key=lambda g: (g[0] != "uniform", g[0], g[1]))
     benchmarks, contexts = [], []
@@ -62,7 +69,9 @@ def write(path, ctx, entries_of, seed, scale=1.0, drop=(), refused=()):
         for g, (workload, n) in enumerate(groups, 1):
             for threads in sorted({t for _, w, m, t, _ in entries_of if (w, m) == (workload, n)}):
                 part = f"r{r}-g{g:03d}-t{threads}"
-                contexts.append(dict(ctx, part=part, round=r))
+                witness_times = scale * 0.2 * witness.lognormal(0, WITNESS_SIGMA, threads)
+                contexts.append(dict(ctx, part=part, round=r,
+                                     witness_ms=" ".join(f"{x:.4g}" for x in witness_times)))
                 for kernel, w, m, t, ms in entries_of:
                     if (w, m, t) != (workload, n, threads) or (kernel, w, m, t) in drop:
                         continue

@@ -50,6 +50,45 @@ class Loader(unittest.TestCase):
         self.assertTrue(c.verdict.startswith("grid_dense: refused"))
         self.assertEqual(run.max_threads(), 4)
 
+    def test_witness(self):
+        """Every process's witness, by part and by slot and round; the summary names
+        the processes that started slow, by the configurations they measured."""
+        import results
+        run = benchdata.load(helpers.fixture("aa_a.json"))
+        witness = run.witness()
+        self.assertEqual(len(witness), len(run.contexts))
+        self.assertEqual({len(t) for _, t in witness.values()}, {1, 2})
+        self.assertEqual({r for r, _ in witness.values()}, {1, 2, 3})
+        slots = run.witness_rounds()
+        self.assertEqual(list(slots), ["1 thread", "2 threads: thread 0", "2 threads: thread 1"])
+        self.assertTrue(all(len(rounds) == 3 for rounds in slots.values()))
+        self.assertEqual(sum(len(r) for rounds in slots.values() for r in rounds),
+                         sum(len(t) for _, t in witness.values()))
+        self.assertTrue(all(0.15 < np.median(np.concatenate(v)) < 0.25 for v in slots.values()))
+        c = run.configs[("grid_sorted", "uniform", 10000, 2)]
+        self.assertEqual(sorted(c.parts), [1, 2, 3])
+        self.assertTrue(all(p in witness for p in c.parts.values()))
+        lines = results.witness_lines(run, markdown=False)
+        self.assertTrue(any(line.startswith("  1 thread: 0.") for line in lines), lines)
+        self.assertFalse(any("started with a witness" in line for line in lines), lines)
+        # one process 30 % slow on its thread 1: named by what it measured
+        part = c.parts[2]
+        slow = 1.3 * np.median(np.concatenate(slots["2 threads: thread 1"]))
+        contexts = [dict(ctx, witness_ms=f"{ctx['witness_ms'].split()[0]} {slow:.4g}")
+                    if ctx.get("part") == part else ctx for ctx in run.contexts]
+        text = "\n".join(results.witness_lines(
+            benchdata.Run(run.path, run.context, contexts, run.configs), markdown=False))
+        self.assertIn(f"1 of {len(run.contexts)} processes started with a witness 1.10x or more",
+                      text)
+        self.assertRegex(text, r"round 2, uniform n=10000 threads=2: the witness 1\.[23]\dx")
+        # unreadable or missing values are left out; files without any: nothing to say
+        contexts = [dict(ctx, witness_ms="0 nan") if ctx.get("part") == part else ctx
+                    for ctx in run.contexts]
+        self.assertNotIn(part, benchdata.Run(run.path, run.context, contexts, {}).witness())
+        old = benchdata.load(os.path.join(helpers.ROOT, "tests", "plots", "a.json"))
+        self.assertEqual(old.witness(), {})
+        self.assertEqual(results.witness_lines(old, markdown=False), [])
+
     def test_old_format(self):
         run = benchdata.load(os.path.join(helpers.ROOT, "tests", "plots", "a.json"))
         self.assertEqual(run.rounds, 1)

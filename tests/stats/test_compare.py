@@ -2,7 +2,7 @@
 """harness/compare.py on the synthetic pairs of tests/stats/ and on today's files
 (tests/plots/a.json, b.json); plots/compare.gp on its data.
 
-    test_compare.py [AA | TwoX | Builds | Unshared | OldFormat | Usage | Plot]
+    test_compare.py [AA | TwoX | Witness | Builds | Unshared | OldFormat | Usage | Plot]
 """
 import json
 import os
@@ -65,6 +65,10 @@ class AA(Case):
         self.assertIn("equivalent", verdicts)
         self.assertTrue(all(r["one_process"] == "0" for r in rows))
         self.assertNotIn("one round only", self.text())
+        # the machine's state: the same witness in both runs
+        self.assertIn("Machine state: the witness", self.text())
+        self.assertRegex(self.text(), r"\n1 thread +0\.[12]\d* \[")
+        self.assertNotIn("beyond the band", self.text())
 
 
 class TwoX(Case):
@@ -86,6 +90,42 @@ class TwoX(Case):
         self.assertIn("Synthetic CPU B, 4 cores (host beta)", self.text())
         self.assertIn("Per kernel: geometric mean of B/A over n", self.text())
         self.assertEqual(p.stdout, self.text())
+        # the witness twice as long: the machines differ, and the report says so
+        self.assertRegex(self.text(), r"\n1 thread .* (1\.9|2\.0)\d* \[[0-9., ]+\] +slower")
+        self.assertIn("beyond the band (1 thread)", self.text())
+
+
+class Witness(Case):
+    """The machine state: compared only when the witness is the same work (what,
+    compiler, flags), with no verdict for too few processes, and the slots found in
+    one run only named."""
+
+    def test_not_comparable(self):
+        a = helpers.fixture("aa_a.json")
+        for field in ("compiler", "witness"):
+            self.compare(a, self.variant(helpers.fixture("aa_b.json"), **{field: "other"}))
+            self.assertIn(f"Machine state: not compared ({field} differs", self.text())
+        self.compare(a, self.variant(helpers.fixture("aa_b.json"), compile_flags="-O2"),
+                     "--allow-different-builds")
+        self.assertIn("Machine state: not compared (compile_flags differs", self.text())
+
+    def test_too_few(self):
+        with open(helpers.fixture("aa_b.json")) as f:
+            data = json.load(f)
+        one = [c for c in data["contexts"] if len(c["witness_ms"].split()) == 1]
+        two = [c for c in data["contexts"] if len(c["witness_ms"].split()) == 2]
+        for c in one[2:]:  # two 1-thread processes keep their witness
+            del c["witness_ms"]
+        for c in two:      # no 2-thread process has one
+            c["witness_ms"] = "not measured (out of memory)"
+        path = os.path.join(self.tmp, "few.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        self.compare(helpers.fixture("aa_a.json"), path)
+        text = self.text()
+        self.assertRegex(text, r"\n1 thread .*too few processes \(fewer than 3\)")
+        self.assertIn("Not compared: 2 threads: thread 0 (only in A); "
+                      "2 threads: thread 1 (only in A).", text)
 
 
 class Builds(Case):
@@ -132,7 +172,9 @@ class OldFormat(Case):
         self.assertIn("hash_parallel/uniform/n:1000/threads:1 ", text)
         self.assertIn("hash_parallel/uniform/n:1000/threads:all(2|1)", text)
         self.assertIn("* one round only", text)
-        table = text.split("\n\n")[1].splitlines()[1:]
+        self.assertIn("Machine state: not compared", text)
+        table = next(p for p in text.split("\n\n") if p.startswith("configuration"))
+        table = table.splitlines()[1:]
         self.assertTrue(table)
         self.assertTrue(all(line.endswith("*") for line in table), table)
         self.assertTrue(all(r["one_process"] == "1" for r in self.rows()))

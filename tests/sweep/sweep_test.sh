@@ -54,6 +54,17 @@ if parts != set(threads_of_part):
     bad.append("a part without its context")
 if not reps:
     bad.append("no repetitions")
+# every process timed the witness on each of its threads
+for c in data["contexts"]:
+    ts = threads_of_part.get(c["part"], {"?"})
+    times = str(c.get("witness_ms", "")).split()
+    try:
+        ok = len(times) == int(next(iter(ts))) and all(float(x) > 0 for x in times)
+    except ValueError:
+        ok = False
+    if not ok or not c.get("witness", "").startswith("v1:"):
+        bad.append(f"part {c['part']} ({sorted(ts)} threads): witness {c.get('witness')!r}, "
+                   f"witness_ms {c.get('witness_ms')!r}")
 for line in bad:
     print("  " + line)
 sys.exit(1 if bad else 0)

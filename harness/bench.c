@@ -1176,7 +1176,7 @@ static void context_openmp(void)
  * at once, before any benchmark, each thread on the place the kernels'
  * thread of the same number will use. Its times tell two runs' machine
  * states apart where steal time cannot: another guest on the same physical
- * core slows it as it slows the kernels. (Its data stay in L1: a neighbour
+ * core slows it too. It is a snapshot of the process's first milliseconds. (Its data stay in L1: a neighbour
  * that only takes memory bandwidth or the shared cache it does not see.) The
  * work: every pair of WITNESS_N points tested against a distance, as the
  * quadratic kernels test them, WITNESS_REPS times in step (a barrier before

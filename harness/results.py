@@ -158,8 +158,9 @@ def witness_lines(run, markdown):
         slow.append((key, f"{item}round {rnd}, {what}: the witness {worst:.2f}x its median"))
     if slow:
         out.append(f"{len(slow)} of {len(run.witness())} processes started with a witness "
-                   f"{WITNESS_SLOW:.2f}x or more its median (a slower state of the machine; "
-                   "their configurations' times in that round are suspect):")
+                   f"{WITNESS_SLOW:.2f}x or more its median (a slower state of the machine at "
+                   "their start; a snapshot, which predicts the process's own times only "
+                   "weakly):")
         out += [line for _, line in sorted(slow)]
     return out
 

@@ -75,11 +75,6 @@ void nsb_initialize(int *argc, char **argv)
     benchmark::Initialize(argc, argv);
 }
 
-bool nsb_report_unrecognized(int argc, char **argv)
-{
-    return benchmark::ReportUnrecognizedArguments(argc, argv);
-}
-
 size_t nsb_run(void)
 {
     NoiseWatchingReporter display;
@@ -124,21 +119,6 @@ bool nsb_keep_running(nsb_state *s)
 void nsb_set_iteration_time(nsb_state *s, double seconds)
 {
     s->state->SetIterationTime(seconds);
-}
-
-void nsb_pause_timing(nsb_state *s)
-{
-    s->state->PauseTiming();
-}
-
-void nsb_resume_timing(nsb_state *s)
-{
-    s->state->ResumeTiming();
-}
-
-int64_t nsb_iterations(const nsb_state *s)
-{
-    return s->state->iterations();
 }
 
 void nsb_set_counter(nsb_state *s, const char *name, double value, nsb_counter_kind kind)

@@ -7,7 +7,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,10 +26,8 @@ typedef struct nsb_options {
  * and cv. */
 void nsb_register(const char *name, nsb_function fn, void *arg, const nsb_options *options);
 
-/* Google Benchmark's flags out of argc/argv; true when arguments remain that
- * neither it nor the caller understood (they are then reported). */
+/* Takes Google Benchmark's flags out of argc/argv (the caller parses the rest). */
 void nsb_initialize(int *argc, char **argv);
-bool nsb_report_unrecognized(int argc, char **argv);
 /* Runs the benchmarks selected by --benchmark_filter; returns how many ran. */
 size_t nsb_run(void);
 void nsb_shutdown(void);
@@ -46,9 +43,6 @@ const char *nsb_library_build_type(void);
 /* The timing loop: while (nsb_keep_running(s)) { ...; nsb_set_iteration_time(s, t); } */
 bool nsb_keep_running(nsb_state *state);
 void nsb_set_iteration_time(nsb_state *state, double seconds);
-void nsb_pause_timing(nsb_state *state);
-void nsb_resume_timing(nsb_state *state);
-int64_t nsb_iterations(const nsb_state *state);
 
 /* Counters. NSB_PLAIN: the value as given. NSB_PER_ITERATION_RATE: an
  * amount done once per iteration, reported per second of (manual) time. */

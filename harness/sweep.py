@@ -84,11 +84,11 @@ def cpu_info():
     return info
 
 
-def vector_isa(flags):
-    """The widest vector extension the CPU reports: what most separates two CPUs
-    that a hypervisor names alike ('AMD EPYC' is Zen 3 without AVX-512 one day,
-    Zen 4 with it the next)."""
-    words = set(flags.split())
+def vector_isa(info):
+    """The widest vector extension the CPU reports (cpu_info's flags, or Features
+    on ARM): what most separates two CPUs that a hypervisor names alike ('AMD
+    EPYC' is Zen 3 without AVX-512 one day, Zen 4 with it the next)."""
+    words = set(info.get("flags", info.get("Features", "")).split())
     for isa, flag in (("avx512", "avx512f"), ("avx2", "avx2"), ("sve", "sve"), ("neon", "asimd")):
         if flag in words:
             return isa
@@ -109,7 +109,7 @@ def cpu_identity(info=None):
     info = cpu_info() if info is None else info
     sig = ", ".join(f"{k} {info[k]}" for k in ("cpu family", "model", "stepping",
                                                 "CPU implementer", "CPU part") if k in info)
-    isa = vector_isa(info.get("flags", info.get("Features", "")))
+    isa = vector_isa(info)
     return f"{cpu_model(info)} ({sig}; {isa or 'no vector ISA seen'})"
 
 
@@ -121,7 +121,7 @@ def machine_label(model=None, cpus=None, isa=None):
     if model is None or isa is None:
         info = cpu_info()
         model = cpu_model(info) if model is None else model
-        isa = vector_isa(info.get("flags", info.get("Features", ""))) if isa is None else isa
+        isa = vector_isa(info) if isa is None else isa
     cpus = (os.cpu_count() or 1) if cpus is None else cpus
     model = re.sub(r"\((R|TM|tm)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", " ", model)
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"

@@ -75,9 +75,7 @@ die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
-# Debian's python, which has Debian's numpy and scipy (another python3 may come first on PATH)
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+. "$ROOT/harness/python.sh" # PY: Debian's python, with Debian's numpy and scipy
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound)
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
 

@@ -13,8 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/power/$(date -u +%Y%m%dT%H%M%SZ)}
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+. harness/python.sh
 mkdir -p "$out"
 build() { # NAME EXTRA-CMAKE-ARGS...
     local name=$1

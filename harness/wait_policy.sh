@@ -13,8 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/wait_policy/$(date -u +%Y%m%dT%H%M%SZ)}
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+. harness/python.sh
 mkdir -p "$out"
 cmake --build build/release --target nsearch_bench >/dev/null
 for policy in active passive default; do

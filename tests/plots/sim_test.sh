@@ -10,8 +10,7 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 fixture="$root/tests/plots/sim"
 # the system python3: sim_results.py needs numpy and scipy (Debian's packages)
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+. "$root/harness/python.sh"
 script="$root/harness/sim_results.py"
 fails=0
 fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }

@@ -13,8 +13,7 @@
 # machine_label: the results folder's name from the CPU model, vector ISA and logical CPUs.
 set -u
 ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
+. "$ROOT/harness/python.sh"
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" || exit 1
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }

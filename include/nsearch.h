@@ -170,7 +170,8 @@ void ns_contact_list_sort(ns_contact_list *list);
  *       most 2 x max_contacts in all plus 1024 contacts per thread (3x during
  *       copies); the threads stop soon after the limit is passed.
  *   grid_sorted  counts first: a refusal holds no contacts at all and costs
- *       its counting pass (about half of a search).
+ *       its counting pass until the count passes the limit (at most about
+ *       half of a search).
  *   ns_skin  besides, candidates up to 2 x max_contacts (then a direct search),
  *       kept between searches; a refusal costs the candidate search too.
  * On success the list holds at most max_contacts (and the per-thread buffers

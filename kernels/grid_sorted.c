@@ -734,9 +734,12 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
 
 /* The contacts of cell c, counted (out NULL) or written from out on (some
  * perhaps still pending in fd: flush() writes them); *tested += the pairs it
- * tested. */
+ * tested. A count stops early once it is over limit: a crowded cell may hold
+ * billions of contacts, and a search that will be refused need not count them
+ * all. */
 static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, size_t c,
-                            scratch *sc, found *fd, ns_contact **out, size_t *tested)
+                            scratch *sc, found *fd, ns_contact **out, size_t *tested,
+                            size_t limit)
 {
     runs r;
     cell_runs(s, v, f, c, &r);
@@ -755,7 +758,7 @@ static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, s
     /* crowded: run by run, after what is pending */
     if (*out)
         *out = flush(fd, v, *out);
-    for (uint32_t p = first; p < last; p++) {
+    for (uint32_t p = first; p < last && hits <= limit; p++) {
         if (*out) {
             *out = write_run(v, p, p + 1, r.own_end, *out);
             for (int q = 0; q < r.count; q++)
@@ -773,15 +776,16 @@ static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, s
 }
 
 /* Over blocks of cells in parallel: pass 1 (items NULL) counts each block's
- * contacts into s->block_total and returns the sum; pass 2 writes each
- * block's contacts at the offset s->block_total then holds, and returns the
- * pairs tested. */
-static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
+ * contacts into s->block_total and returns the sum, or some number over
+ * limit once it is clear the sum is; pass 2 writes each block's contacts at
+ * the offset s->block_total then holds, and returns the pairs tested. */
+static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size_t limit)
 {
     view v = view_of(s, in);
     const ns__frame *f = &in->frame;
     size_t *total = s->block_total.a, cells = s->cells, sum = 0;
     long long blocks = (long long)s->blocks;
+    int over = 0; /* set once one thread's count alone is over limit */
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum)
     {
         scratch sc;
@@ -789,17 +793,26 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
         fd.count = 0;
 #pragma omp for schedule(dynamic, 1)
         for (long long blk = 0; blk < blocks; blk++) {
+            int stop;
+#pragma omp atomic read
+            stop = over;
+            if (stop)
+                continue;
             size_t c0 = (size_t)blk * BLOCK, c1 = c0 + BLOCK < cells ? c0 + BLOCK : cells;
             size_t hits = 0, tested = 0;
             ns_contact *out = items ? items + total[blk] : NULL;
-            for (size_t c = c0; c < c1; c++)
+            for (size_t c = c0; c < c1 && hits <= limit; c++)
                 if (v.start[c] < v.start[c + 1])
-                    hits += cell_contacts(s, &v, f, c, &sc, &fd, &out, &tested);
+                    hits += cell_contacts(s, &v, f, c, &sc, &fd, &out, &tested, limit - hits);
             if (items)
                 flush(&fd, &v, out);
             else
                 total[blk] = hits;
             sum += items ? tested : hits;
+            if (!items && sum > limit) {
+#pragma omp atomic write
+                over = 1;
+            }
         }
     }
     return sum;
@@ -808,7 +821,7 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items)
 static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *err)
 {
     (void)err;
-    *total = blocks_pass(p, in, NULL);
+    *total = blocks_pass(p, in, NULL, SIZE_MAX);
     return NS_OK;
 }
 
@@ -816,7 +829,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
                        ns_error *err)
 {
     state *s = p;
-    size_t total = blocks_pass(s, in, NULL);
+    size_t total = blocks_pass(s, in, NULL, in->max_contacts);
     if (total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
     ns_status st = ns_contact_list_reserve(list, total, err);
@@ -829,7 +842,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
         offset[b] = at;
         at += k;
     }
-    *candidates = blocks_pass(s, in, list->items);
+    *candidates = blocks_pass(s, in, list->items, SIZE_MAX);
     list->count = total;
     return NS_OK;
 }

@@ -52,7 +52,6 @@ static void list_workloads(void)
 {
     for (size_t k = 0; k < ns_workload_count(); k++)
         printf("%-15s %s\n", ns_workload_at(k)->name, ns_workload_at(k)->description);
-    printf("%-15s %s\n", NS_SETTLED_NAME, NS_SETTLED_DESCRIPTION);
 }
 
 int cli_gen(int argc, char **argv)
@@ -64,7 +63,8 @@ int cli_gen(int argc, char **argv)
     if (!opts[WORKLOAD].given || !opts[N].given)
         cli_usage_error("%s is required", opts[WORKLOAD].given ? "--n" : "--workload");
     const char *workload = opts[WORKLOAD].text;
-    if (!ns_workload_find(workload) && strcmp(workload, NS_SETTLED_NAME) != 0) {
+    const ns_workload *w = ns_workload_find(workload);
+    if (!w) {
         char shown[96];
         opt_quote(shown, sizeof shown, workload, 40);
         cli_usage_error("unknown workload '%s' (see 'nsearch workloads')", shown);
@@ -81,7 +81,7 @@ int cli_gen(int argc, char **argv)
     if (!pos || !radius) {
         cli_say("gen: out of memory for %zu particles", n);
         rc = EXIT_FAIL;
-    } else if (ns_workload_generate(workload, n, seed, 0, pos, radius, &err) != NS_OK) {
+    } else if (w->generate(n, seed, 0, pos, radius, &err) != NS_OK) {
         cli_say("%s: %s", workload, err.message);
         rc = cli_exit_status(err.status);
     } else {

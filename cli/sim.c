@@ -143,8 +143,7 @@ int cli_sim(int argc, char **argv)
         cli_usage_error("--layout and --input exclude each other");
     const char *layout = opts[LAYOUT].given ? opts[LAYOUT].text : "uniform";
     const ns_workload *w = input ? NULL : ns_workload_find(layout);
-    bool settled = !input && strcmp(layout, NS_SETTLED_NAME) == 0;
-    if (!input && !w && !settled) {
+    if (!input && !w) {
         char shown[96];
         opt_quote(shown, sizeof shown, layout, 40);
         cli_usage_error("unknown layout '%s' (see 'nsearch workloads')", shown);
@@ -198,15 +197,13 @@ int cli_sim(int argc, char **argv)
         rc = EXIT_FAIL;
         goto done;
     }
-    if (settled) {
-        if (ns_sim_settled(n, seed, cfg.threads, pos, radius, &err) != NS_OK) {
-            cli_say("layout settled: %s", err.message);
+    if (w) {
+        if (ns_sim_spawn(w, n, seed, cfg.threads, pos, radius, prm.box_lo, prm.box_hi, &err) !=
+            NS_OK) {
+            cli_say("layout %s: %s", w->name, err.message);
             rc = cli_exit_status(err.status);
             goto done;
         }
-        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, prm.box_lo, prm.box_hi);
-    } else if (w) {
-        ns_sim_spawn(w, n, seed, pos, radius, prm.box_lo, prm.box_hi);
     } else {
         memcpy(pos, file.pos, 3 * n * sizeof(float));
         memcpy(radius, file.radius, n * sizeof(float));

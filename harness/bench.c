@@ -170,7 +170,8 @@ static void describe_difference(char *buf, size_t size, const char *ref_name,
              ref_name, got->count, ref->count, k, ref_name, a, name, b);
 }
 
-/* --cache-dir: where the settled workload's particles are kept between runs. */
+/* --cache-dir: where the costly workloads' particles (cache_version > 0:
+ * settled) are kept between runs. */
 static const char *cache_dir = NULL;
 /* --reference-dir: where naive references are kept for the other processes
  * of one sweep (the sweep gives a folder of its run and removes it). */
@@ -220,23 +221,24 @@ static void write_cached(const char *path, size_t n, const float *pos, const flo
     }
 }
 
-/* The particles of workload w: settled comes from the cache when there is one. */
-static void generate(const char *w, size_t n, float *pos, float *radius)
+/* The particles of workload name: a costly one comes from the cache when
+ * there is one. */
+static void generate(const char *name, size_t n, float *pos, float *radius)
 {
-    bool settled = strcmp(w, NS_SETTLED_NAME) == 0;
+    const ns_workload *w = ns_workload_find(name);
     char path[PATH_MAX] = "";
-    if (settled && cache_dir) {
-        snprintf(path, sizeof path, "%s/%s-v%d-n%zu-seed%d.csv", cache_dir, w, NS_SETTLED_VERSION,
-                 n, SEED);
+    if (w->cache_version > 0 && cache_dir) {
+        snprintf(path, sizeof path, "%s/%s-v%d-n%zu-seed%d.csv", cache_dir, w->name,
+                 w->cache_version, n, SEED);
         if (read_cached(path, n, pos, radius))
             return;
     }
     double t0 = omp_get_wtime();
     ns_error err;
-    if (ns_workload_generate(w, n, SEED, 0, pos, radius, &err) != NS_OK)
-        die("workload %s n=%zu: %s", w, n, err.message);
-    if (settled) {
-        fprintf(stderr, "nsearch-bench: settled %zu particles in %.1f s\n", n,
+    if (w->generate(n, SEED, 0, pos, radius, &err) != NS_OK)
+        die("workload %s n=%zu: %s", w->name, n, err.message);
+    if (w->cache_version > 0) {
+        fprintf(stderr, "nsearch-bench: %s %zu particles in %.1f s\n", w->name, n,
                 omp_get_wtime() - t0);
         if (*path) {
             mkdir(cache_dir, 0777);
@@ -689,7 +691,7 @@ static bool known_kernel(const char *s)
 }
 static bool known_workload(const char *s)
 {
-    return ns_workload_find(s) != NULL || strcmp(s, NS_SETTLED_NAME) == 0;
+    return ns_workload_find(s) != NULL;
 }
 
 static const char help[] =
@@ -864,8 +866,8 @@ static void register_sweep(const options *o, int cores)
         n_threads = cores > 1 ? 2 : 1;
     }
     bool serial = serial_kernels_run(o, threads, n_threads);
-    for (size_t w = 0; w <= ns_workload_count(); w++) {
-        const char *wl = w < ns_workload_count() ? ns_workload_at(w)->name : NS_SETTLED_NAME;
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const char *wl = ns_workload_at(w)->name;
         if (!in_list(o->workloads, wl))
             continue;
         bool uniform = strcmp(wl, "uniform") == 0;

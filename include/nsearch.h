@@ -66,9 +66,9 @@ extern "C" {
 #endif
 
 #define NS_VERSION_MAJOR 0
-#define NS_VERSION_MINOR 1
+#define NS_VERSION_MINOR 2
 #define NS_VERSION_PATCH 0
-#define NS_VERSION_STRING "0.1.0"
+#define NS_VERSION_STRING "0.2.0"
 
 /* Particle indices are uint32_t: at most NS_MAX_PARTICLES particles. */
 #define NS_MAX_PARTICLES ((size_t)UINT32_MAX)
@@ -300,22 +300,31 @@ typedef struct ns_skin_info {
 /* skin NULL: info zeroed; info NULL: nothing. */
 void ns_skin_get_info(const ns_skin *skin, ns_skin_info *info);
 
-/* Workload generators, deterministic from (n, seed). The caller provides
- * pos (3n floats) and radius (n floats). */
+/* The workloads: particle sets for tests and benchmarks, deterministic from
+ * (n, seed) at any thread count, in a table the tools list and sweep.
+ * generate fills pos (3n floats) and radius (n floats); n = 0 needs no
+ * arrays, a NULL one with n > 0 is NS_ERR_INVALID_ARGUMENT. The generated
+ * workloads use only an integer RNG and IEEE basic operations, so they are
+ * bit-identical on every machine, ignore threads and fail only on NULL
+ * arrays; a simulated one (settled: ns_sim_settled) takes threads as
+ * config.threads and can fail like a simulation. */
 typedef struct ns_workload {
     const char *name;
     const char *description;
-    void (*generate)(size_t n, uint64_t seed, float *pos, float *radius);
+    ns_status (*generate)(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                          ns_error *err);
+    int cache_version; /* 0: generated in moments, never cached; > 0: costly (it runs a
+                          simulation), so the tools keep its particles in a cache keyed
+                          by the name, this version, n and seed; the version changes
+                          whenever the particles do */
+    bool at_rest;      /* a pile at rest: ns_sim_spawn keeps it as it is */
 } ns_workload;
 
 size_t ns_workload_count(void);
 const ns_workload *ns_workload_at(size_t k);           /* NULL when k >= count */
 const ns_workload *ns_workload_find(const char *name); /* NULL when unknown or name is NULL */
-/* Any workload by name: those of the table, and "settled" (ns_sim_settled,
- * which runs a simulation and so can fail, and takes a thread count). */
-#define NS_SETTLED_NAME "settled"
-#define NS_SETTLED_DESCRIPTION                                                                     \
-    "uniform spheres dropped into a box and simulated until at rest: a dense pile"
+/* The generate of the workload called name (NS_ERR_INVALID_ARGUMENT when
+ * there is none). */
 ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int threads, float *pos,
                                float *radius, ns_error *err);
 
@@ -345,13 +354,16 @@ typedef struct ns_sim_params {
 } ns_sim_params;
 ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
 
-/* Release positions: the layout's particles spread out (radii kept), its
- * coordinates times 2 in x and y and times 8 in z, exactly (a column that
- * settles into a pile a few particles deep), and a box around them with room
- * of two largest radii on every side. Writes nothing when layout or a box is
- * NULL, or pos or radius is NULL with n > 0. */
-void ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, float *pos, float *radius,
-                  float box_lo[3], float box_hi[3]);
+/* Release positions from a layout (a workload): its particles spread out
+ * (radii kept), its coordinates times 2 in x and y and times 8 in z, exactly
+ * (a column that settles into a pile a few particles deep), in a box around
+ * them with room of two largest radii on every side. A layout at rest
+ * (settled) is kept as it is, in the box ns_sim_box_around(room 0, headroom
+ * 4) gives, as for a particle file. Fails as the layout's generate does, and
+ * with NS_ERR_INVALID_ARGUMENT when layout or a box is NULL, or pos or
+ * radius is NULL with n > 0. */
+ns_status ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, int threads, float *pos,
+                       float *radius, float box_lo[3], float box_hi[3], ns_error *err);
 
 /* The box around n spheres: their bounding box widened by room largest radii
  * on every side and by headroom more on top (+z); [0, 1]^3 for n = 0.
@@ -394,8 +406,8 @@ const float *ns_sim_radii(const ns_sim *sim);      /* n */
 double ns_sim_kinetic_energy(const ns_sim *sim);
 double ns_sim_potential_energy(const ns_sim *sim);
 
-/* The `settled` workload: uniform spheres (ns_sim_spawn of "uniform")
- * dropped into their box and simulated with grid_sorted until at rest (the
+/* The generator of the `settled` workload: uniform spheres (the release
+ * positions of ns_sim_spawn's "uniform") dropped into their box and simulated with grid_sorted until at rest (the
  * kinetic energy below 1e-3 of the potential energy released, at most
  * NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
  * beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
@@ -403,7 +415,7 @@ double ns_sim_potential_energy(const ns_sim *sim);
  * threads as config.threads (0: OpenMP's default; above ns_max_threads()
  * refused before any pile is made). */
 #define NS_SETTLED_BLOCK 20000
-/* Changes whenever the settled piles change (caches are keyed by it). */
+/* Changes whenever the settled piles change: its cache_version. */
 #define NS_SETTLED_VERSION 3
 #define NS_SETTLE_MAX_FRAMES 4000
 ns_status ns_sim_settled(size_t n, uint64_t seed, int threads, float *pos, float *radius,

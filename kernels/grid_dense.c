@@ -7,7 +7,7 @@
  * with a larger index in the 27 cells. O(n + cells) time and memory: the
  * cells of empty space cost too, so the cell storage is capped
  * (config.grid_max_bytes) and a larger grid is refused. One thread. */
-#include "internal.h"
+#include "kernel.h"
 
 typedef struct state {
     ns__u32s start;   /* cells + 1 entry points */
@@ -29,7 +29,7 @@ static void destroy(void *p)
 /* Cells along each axis and in all, or the too-large refusal. */
 static ns_status grid_size(state *s, const ns__input *in, ns_error *err)
 {
-    const ns__frame *f = &in->frame;
+    const ns__grid *g = &in->grid;
     size_t slots = in->grid_max_bytes / sizeof(uint32_t);
     uint64_t max_cells = slots > 0 ? slots - 1 : 0;
     if (max_cells > UINT32_MAX)
@@ -37,7 +37,7 @@ static ns_status grid_size(state *s, const ns__input *in, ns_error *err)
     uint64_t cells = 1;
     bool over = false;
     for (int k = 0; k < 3; k++) {
-        uint64_t d = (uint64_t)f->cell_hi[k] - (uint64_t)f->cell_lo[k] + 1;
+        uint64_t d = (uint64_t)g->cell_hi[k] - (uint64_t)g->cell_lo[k] + 1;
         s->dim[k] = (int64_t)d;
         over = over || d > max_cells || cells > max_cells / d;
         if (!over)
@@ -74,12 +74,12 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
                         "out of memory allocating grid_dense's %zu cells", s->cells);
 
     /* cell of every particle */
-    const ns__frame *f = &in->frame;
+    const ns__grid *g = &in->grid;
     for (size_t i = 0; i < in->n; i++) {
         const float *x = in->pos + 3 * i;
         uint64_t c[3];
         for (int k = 0; k < 3; k++)
-            c[k] = (uint64_t)(ns__cell_coord(f, x[k]) - f->cell_lo[k]);
+            c[k] = (uint64_t)(ns__cell_coord(g, x[k]) - g->cell_lo[k]);
         s->cell_of.a[i] =
             (uint32_t)((c[2] * (uint64_t)s->dim[1] + c[1]) * (uint64_t)s->dim[0] + c[0]);
     }
@@ -92,7 +92,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
                        ns_error *err)
 {
     const state *s = p;
-    const ns__frame *f = &in->frame;
+    const ns__grid *g = &in->grid;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     ns_contact c;
     size_t tested = 0;
@@ -100,7 +100,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
         const float *x = in->pos + 3 * i;
         int64_t lo[3], hi[3];
         for (int k = 0; k < 3; k++) {
-            int64_t cell = ns__cell_coord(f, x[k]) - f->cell_lo[k];
+            int64_t cell = ns__cell_coord(g, x[k]) - g->cell_lo[k];
             lo[k] = cell > 0 ? cell - 1 : 0;
             hi[k] = cell + 1 < s->dim[k] ? cell + 1 : s->dim[k] - 1;
         }

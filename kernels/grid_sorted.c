@@ -28,7 +28,7 @@
  * contacts does not depend on the thread count. Inside a cell the particles
  * keep the caller's order, so the whole result is deterministic.
  * O(n / T) time, at most 40 bytes per particle (see info()). */
-#include "internal.h"
+#include "kernel.h"
 
 #include <omp.h>
 #include <string.h>
@@ -86,7 +86,7 @@ static bool choose_dense(state *s, const ns__input *in)
 {
     double cells = 1.0;
     for (int k = 0; k < 3; k++) {
-        double d = (double)in->frame.cell_hi[k] - (double)in->frame.cell_lo[k] + 3.0;
+        double d = (double)in->grid.cell_hi[k] - (double)in->grid.cell_lo[k] + 3.0;
         s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
         cells *= d;
     }
@@ -97,11 +97,11 @@ static bool choose_dense(state *s, const ns__input *in)
     return true;
 }
 
-static inline void cell_of(const ns__frame *f, float x, float y, float z, int64_t c[3])
+static inline void cell_of(const ns__grid *g, float x, float y, float z, int64_t c[3])
 {
-    c[0] = ns__cell_coord(f, x);
-    c[1] = ns__cell_coord(f, y);
-    c[2] = ns__cell_coord(f, z);
+    c[0] = ns__cell_coord(g, x);
+    c[1] = ns__cell_coord(g, y);
+    c[2] = ns__cell_coord(g, z);
 }
 
 /* Sorting the caller's indices inside a group (a dense cell, or a bucket,
@@ -117,8 +117,8 @@ static bool before(const sorter *so, uint32_t a, uint32_t b)
     if (so->by_cell) {
         const float *pa = so->in->pos + 3 * (size_t)a, *pb = so->in->pos + 3 * (size_t)b;
         int64_t ca[3], cb[3];
-        cell_of(&so->in->frame, pa[0], pa[1], pa[2], ca);
-        cell_of(&so->in->frame, pb[0], pb[1], pb[2], cb);
+        cell_of(&so->in->grid, pa[0], pa[1], pa[2], ca);
+        cell_of(&so->in->grid, pb[0], pb[1], pb[2], cb);
         for (int k = 2; k >= 0; k--)
             if (ca[k] != cb[k])
                 return ca[k] < cb[k];
@@ -167,8 +167,8 @@ static bool same_cell(const ns__input *in, uint32_t a, uint32_t b)
 {
     const float *pa = in->pos + 3 * (size_t)a, *pb = in->pos + 3 * (size_t)b;
     int64_t ca[3], cb[3];
-    cell_of(&in->frame, pa[0], pa[1], pa[2], ca);
-    cell_of(&in->frame, pb[0], pb[1], pb[2], cb);
+    cell_of(&in->grid, pa[0], pa[1], pa[2], ca);
+    cell_of(&in->grid, pb[0], pb[1], pb[2], cb);
     return ca[0] == cb[0] && ca[1] == cb[1] && ca[2] == cb[2];
 }
 
@@ -199,12 +199,12 @@ static inline uint32_t particle_key(const state *s, const ns__input *in, size_t 
 {
     const float *p = in->pos + 3 * i;
     int64_t c[3];
-    cell_of(&in->frame, p[0], p[1], p[2], c);
+    cell_of(&in->grid, p[0], p[1], p[2], c);
     if (!s->dense)
         return block_bucket(c, s->table);
-    uint64_t x = (uint64_t)(c[0] - in->frame.cell_lo[0] + 1);
-    uint64_t y = (uint64_t)(c[1] - in->frame.cell_lo[1] + 1);
-    uint64_t z = (uint64_t)(c[2] - in->frame.cell_lo[2] + 1);
+    uint64_t x = (uint64_t)(c[0] - in->grid.cell_lo[0] + 1);
+    uint64_t y = (uint64_t)(c[1] - in->grid.cell_lo[1] + 1);
+    uint64_t z = (uint64_t)(c[2] - in->grid.cell_lo[2] + 1);
     return (uint32_t)((z * (uint64_t)s->dim[1] + y) * (uint64_t)s->dim[0] + x);
 }
 
@@ -390,12 +390,12 @@ static void dense_runs(const state *s, const view *v, size_t c, runs *r)
 }
 
 /* Sparse: the 13 cells looked up one by one in their buckets. */
-static void sparse_runs(const state *s, const view *v, const ns__frame *f, size_t c, runs *r)
+static void sparse_runs(const state *s, const view *v, const ns__grid *g, size_t c, runs *r)
 {
     const uint32_t *first = s->bucket_cells.a, *start = v->start;
     uint32_t p = start[c];
     int64_t cc[3];
-    cell_of(f, v->x[p], v->y[p], v->z[p], cc);
+    cell_of(g, v->x[p], v->y[p], v->z[p], cc);
     r->own_end = start[c + 1];
     r->count = 0;
     for (int q = 0; q < 13; q++) {
@@ -408,7 +408,7 @@ static void sparse_runs(const state *s, const view *v, const ns__frame *f, size_
         for (uint32_t k = first[b]; k < first[b + 1]; k++) {
             uint32_t at = start[k];
             int64_t got[3];
-            cell_of(f, v->x[at], v->y[at], v->z[at], got);
+            cell_of(g, v->x[at], v->y[at], v->z[at], got);
             if (got[0] == want[0] && got[1] == want[1] && got[2] == want[2]) {
                 add_run(r, at, start[k + 1]);
                 break;
@@ -417,12 +417,12 @@ static void sparse_runs(const state *s, const view *v, const ns__frame *f, size_
     }
 }
 
-static inline void cell_runs(const state *s, const view *v, const ns__frame *f, size_t c, runs *r)
+static inline void cell_runs(const state *s, const view *v, const ns__grid *g, size_t c, runs *r)
 {
     if (s->dense)
         dense_runs(s, v, c, r);
     else
-        sparse_runs(s, v, f, c, r);
+        sparse_runs(s, v, g, c, r);
 }
 
 /* Contacts of sorted particle p with the run [b, e): the vectorised test. */
@@ -737,12 +737,12 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
  * tested. A count stops early once it is over limit: a crowded cell may hold
  * billions of contacts, and a search that will be refused need not count them
  * all. */
-static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, size_t c,
+static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c,
                             scratch *sc, found *fd, ns_contact **out, size_t *tested,
                             size_t limit)
 {
     runs r;
-    cell_runs(s, v, f, c, &r);
+    cell_runs(s, v, g, c, &r);
     size_t hits = 0;
     uint32_t first = v->start[c], last = v->start[c + 1];
     if (gather_cell(v, c, &r, sc)) {
@@ -782,7 +782,7 @@ static size_t cell_contacts(const state *s, const view *v, const ns__frame *f, s
 static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size_t limit)
 {
     view v = view_of(s, in);
-    const ns__frame *f = &in->frame;
+    const ns__grid *g = &in->grid;
     size_t *total = s->block_total.a, cells = s->cells, sum = 0;
     long long blocks = (long long)s->blocks;
     int over = 0; /* set once one thread's count alone is over limit */
@@ -803,7 +803,7 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size
             ns_contact *out = items ? items + total[blk] : NULL;
             for (size_t c = c0; c < c1 && hits <= limit; c++)
                 if (v.start[c] < v.start[c + 1])
-                    hits += cell_contacts(s, &v, f, c, &sc, &fd, &out, &tested, limit - hits);
+                    hits += cell_contacts(s, &v, g, c, &sc, &fd, &out, &tested, limit - hits);
             if (items)
                 flush(&fd, &v, out);
             else

@@ -11,7 +11,7 @@
  * buffers, concatenated at the end; the particles of a bucket that share a
  * cell are tested together, so each candidate is loaded once for all of them.
  * O(n / T) time, O(n + table_size) memory. */
-#include "internal.h"
+#include "kernel.h"
 
 #include <omp.h>
 #include <string.h>
@@ -133,17 +133,17 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
                 /* a run of the bucket's particles that share one cell */
                 int64_t cell[3];
                 const float *q = particle + 4 * (size_t)e;
-                cell[0] = ns__cell_coord(&local.frame, q[0]);
-                cell[1] = ns__cell_coord(&local.frame, q[1]);
-                cell[2] = ns__cell_coord(&local.frame, q[2]);
+                cell[0] = ns__cell_coord(&local.grid, q[0]);
+                cell[1] = ns__cell_coord(&local.grid, q[1]);
+                cell[2] = ns__cell_coord(&local.grid, q[2]);
                 int m = 0;
                 do {
                     group[m] = entries[e];
                     gx[m] = q[0], gy[m] = q[1], gz[m] = q[2], gr[m] = q[3];
                     m++, e++, q += 4;
-                } while (e < end && m < GROUP && ns__cell_coord(&local.frame, q[0]) == cell[0] &&
-                         ns__cell_coord(&local.frame, q[1]) == cell[1] &&
-                         ns__cell_coord(&local.frame, q[2]) == cell[2]);
+                } while (e < end && m < GROUP && ns__cell_coord(&local.grid, q[0]) == cell[0] &&
+                         ns__cell_coord(&local.grid, q[1]) == cell[1] &&
+                         ns__cell_coord(&local.grid, q[2]) == cell[2]);
                 const ns__neighbours *near = ns__neighbours_around(&nb, &local, cell);
                 /* every particle of the neighbour buckets against the run */
                 for (int k = 0; k < near->count; k++)

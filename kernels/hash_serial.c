@@ -8,7 +8,7 @@
  * them with a larger index. A bucket
  * may hold particles of unrelated cells: they cost a distance test, never a
  * wrong contact. O(n) time for a table of O(n) buckets. One thread. */
-#include "internal.h"
+#include "kernel.h"
 
 typedef struct state {
     ns__u32s start;     /* table_size + 1 entry points */

@@ -3,7 +3,7 @@
  * The frozen reference every other kernel is checked against: short and
  * obviously right, never optimised. O(n^2) time, no memory beyond the
  * contacts, one thread. */
-#include "internal.h"
+#include "kernel.h"
 
 static ns_status build(void **state, const ns__input *in, ns_error *err)
 {

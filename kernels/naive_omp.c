@@ -4,7 +4,7 @@
  * pairs, so the triangle is unbalanced: rows are handed out dynamically in
  * small chunks. Each thread appends to its own contact buffer; the buffers
  * are concatenated at the end. Memory: the per-thread buffers. */
-#include "internal.h"
+#include "kernel.h"
 
 #include <omp.h>
 

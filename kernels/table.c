@@ -1,5 +1,5 @@
 /* table.c - the kernel table, from kernel_list.h. */
-#include "internal.h"
+#include "kernel.h"
 
 #include <string.h>
 

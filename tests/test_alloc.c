@@ -17,7 +17,7 @@
  * skin) and the settled piles. */
 #include "testlib.h"
 
-/* internal (src/internal.h): ns_sim_settled with piles of at most `block` */
+/* private (src/sim/sim.h): ns_sim_settled with piles of at most `block` */
 ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
                                 float *radius, ns_error *err);
 
@@ -256,12 +256,15 @@ static ns_status sim_run(int what, float *out, ns_error *err)
         return st;
     }
     ns_sim_params prm = ns_sim_params_default();
-    ns_sim_spawn(tl_workload("uniform"), N, 1, pos, radius, prm.box_lo, prm.box_hi);
+    ns_status st = ns_sim_spawn(tl_workload("uniform"), N, 1, 1, pos, radius, prm.box_lo,
+                                prm.box_hi, err);
+    if (st != NS_OK)
+        return st;
     prm.skin = what == 1 ? 0.2f : 0.0f;
     ns_config cfg = ns_config_default();
     cfg.threads = 2;
     ns_sim *sim = NULL;
-    ns_status st = ns_sim_create(tl_kernel("grid_sorted"), &cfg, &prm, N, pos, radius, &sim, err);
+    st = ns_sim_create(tl_kernel("grid_sorted"), &cfg, &prm, N, pos, radius, &sim, err);
     for (int f = 0; f < 8 && st == NS_OK; f++)
         st = ns_sim_step(sim, NULL, err);
     if (st == NS_OK)

@@ -2,17 +2,16 @@
  *
  * usage: test_diff KERNEL WORKLOAD
  *
- * For n in {0, 1, 2, 10, 100, 1000, 5000} and seeds {1, 2} (settled, whose
- * piles are simulated: up to 2000, seed 1), generates the workload, runs naive and KERNEL (config
+ * For n in {0, 1, 2, 10, 100, 1000, 5000} and seeds {1, 2} (a costly workload,
+ * cache_version > 0, whose piles are simulated: up to 2000, seed 1), generates the workload, runs naive and KERNEL (config
  * NULL: threads = 0, i.e. OpenMP's default, which ctest sets through OMP_NUM_THREADS), sorts both
  * and requires bit-identical contact lists. Also checks the contact properties, that the index API
  * gives the same list, and that a second search into the same list gives the same result. */
 #include "testlib.h"
 
-#include <string.h>
 
 static const size_t sizes[] = {0, 1, 2, 10, 100, 1000, 5000};
-static const size_t settled_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
+static const size_t costly_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
 static const uint64_t seeds[] = {1, 2};
 
 int main(int argc, char **argv)
@@ -23,10 +22,9 @@ int main(int argc, char **argv)
     }
     const ns_kernel *naive = tl_kernel("naive");
     const ns_kernel *kernel = tl_kernel(argv[1]);
-    const char *wname = argv[2];
-    bool settled = strcmp(wname, NS_SETTLED_NAME) == 0;
-    if (!settled)
-        tl_workload(wname); /* REQUIREs it exists */
+    const ns_workload *workload = tl_workload(argv[2]);
+    const char *wname = workload->name;
+    bool costly = workload->cache_version > 0;
     const char *omp = getenv("OMP_NUM_THREADS");
 
     ns_contact_list ref, got, again;
@@ -34,9 +32,9 @@ int main(int argc, char **argv)
     ns_contact_list_init(&got);
     ns_contact_list_init(&again);
 
-    for (size_t s = 0; s < (settled ? 1 : sizeof seeds / sizeof seeds[0]); s++) {
+    for (size_t s = 0; s < (costly ? 1 : sizeof seeds / sizeof seeds[0]); s++) {
         for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
-            size_t n = settled ? settled_sizes[t] : sizes[t];
+            size_t n = costly ? costly_sizes[t] : sizes[t];
             uint64_t seed = seeds[s];
             char what[200];
             snprintf(what, sizeof what, "%s vs naive, %s n=%zu seed=%llu OMP_NUM_THREADS=%s",
@@ -44,7 +42,7 @@ int main(int argc, char **argv)
             check_set_context("%s", what);
 
             tl_set set;
-            tl_generate_named(wname, n, seed, &set);
+            tl_generate(workload, n, seed, &set);
             ns_particles p = tl_particles(&set);
             ns_error err;
 

@@ -42,7 +42,7 @@
  *                     finite, inside the box, naive = grid_sorted = a skin
  *   errors            ns_sim_create's documented refusals (bad params, empty box,
  *                     a particle larger than the box, NULL pointers, NaN input)
- *   settled_tiles     ns__sim_settled_piles (src/internal.h) with small piles:
+ *   settled_tiles     ns__sim_settled_piles (src/sim/sim.h) with small piles:
  *                     finite, thread-count independent, overlaps <= 5%, a single
  *                     pile independent of the block size */
 #include "testlib.h"
@@ -52,7 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Private (src/internal.h): ns_sim_settled with piles of at most `block`. */
+/* Private (src/sim/sim.h): ns_sim_settled with piles of at most `block`. */
 ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
                                 float *radius, ns_error *err);
 
@@ -85,7 +85,10 @@ typedef struct spawned {
 static void spawn(const char *layout, size_t n, uint64_t seed, spawned *sp)
 {
     tl_set_init(&sp->s, n);
-    ns_sim_spawn(tl_workload(layout), n, seed, sp->s.pos, sp->s.radius, sp->lo, sp->hi);
+    ns_error err;
+    CHECK_STATUS(ns_sim_spawn(tl_workload(layout), n, seed, 1, sp->s.pos, sp->s.radius, sp->lo,
+                              sp->hi, &err),
+                 NS_OK, &err);
 }
 
 static ns_sim_params params_for(const spawned *sp)
@@ -431,7 +434,7 @@ static void t_settled(void)
     CHECK_MSG(memcmp(a.pos, b.pos, 3 * n * sizeof(float)) == 0, "positions differ");
     CHECK_MSG(memcmp(a.radius, b.radius, n * sizeof(float)) == 0, "radii differ");
     check_set_context("ns_workload_generate(settled, 500, 1) vs ns_sim_settled(500, 1)");
-    CHECK_STATUS(ns_workload_generate(NS_SETTLED_NAME, 500, 1, 2, c.pos, c.radius, &err), NS_OK,
+    CHECK_STATUS(ns_workload_generate("settled", 500, 1, 2, c.pos, c.radius, &err), NS_OK,
                  &err);
     CHECK_STATUS(ns_sim_settled(500, 1, 1, b.pos, b.radius, &err), NS_OK, &err);
     CHECK_MSG(memcmp(b.pos, c.pos, 3 * 500 * sizeof(float)) == 0, "positions differ");

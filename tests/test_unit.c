@@ -143,6 +143,13 @@ static void t_workload_table(int argc, char **argv)
 
 /* ---- workloads ---- */
 
+/* W's particles with one thread; the generator must succeed. */
+static void generate(const ns_workload *W, size_t n, uint64_t seed, float *pos, float *radius)
+{
+    ns_error err;
+    CHECK_STATUS(W->generate(n, seed, 1, pos, radius, &err), NS_OK, &err);
+}
+
 static void t_workload_determinism(int argc, char **argv)
 {
     (void)argc;
@@ -150,6 +157,8 @@ static void t_workload_determinism(int argc, char **argv)
     const size_t sizes[] = {1, 2, 100, 1000, 5000};
     for (size_t w = 0; w < ns_workload_count(); w++) {
         const ns_workload *W = ns_workload_at(w);
+        if (W->cache_version > 0)
+            continue; /* a simulated workload: test_sim's settled tests */
         for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
             size_t n = sizes[t];
             check_set_context("workload %s n=%zu", W->name, n);
@@ -162,9 +171,9 @@ static void t_workload_determinism(int argc, char **argv)
             memset(a.radius, 0xFF, n * sizeof(float));
             memset(b.pos, 0x00, 3 * n * sizeof(float));
             memset(b.radius, 0x00, n * sizeof(float));
-            W->generate(n, 1, a.pos, a.radius);
-            W->generate(n, 1, b.pos, b.radius);
-            W->generate(n, 2, c.pos, c.radius);
+            generate(W, n, 1, a.pos, a.radius);
+            generate(W, n, 1, b.pos, b.radius);
+            generate(W, n, 2, c.pos, c.radius);
             CHECK_MSG(memcmp(a.pos, b.pos, 3 * n * sizeof(float)) == 0,
                       "same (n, seed) gave different positions");
             CHECK_MSG(memcmp(a.radius, b.radius, n * sizeof(float)) == 0,
@@ -220,13 +229,15 @@ static void t_workload_sanity(int argc, char **argv)
     const size_t sizes[] = {1, 2, 10, 1000, 20000};
     for (size_t w = 0; w < ns_workload_count(); w++) {
         const ns_workload *W = ns_workload_at(w);
+        if (W->cache_version > 0)
+            continue; /* a simulated workload: test_sim's settled tests */
         /* n = 0 writes nothing */
         float guard_pos[6], guard_r[2];
         for (int i = 0; i < 6; i++)
             guard_pos[i] = 1234.5f;
         guard_r[0] = guard_r[1] = 6789.0f;
         check_set_context("workload %s n=0", W->name);
-        W->generate(0, 1, guard_pos, guard_r);
+        generate(W, 0, 1, guard_pos, guard_r);
         for (int i = 0; i < 6; i++)
             CHECK_EQ_F32_BITS(guard_pos[i], 1234.5f);
         CHECK_EQ_F32_BITS(guard_r[0], 6789.0f);
@@ -238,7 +249,7 @@ static void t_workload_sanity(int argc, char **argv)
             tl_set_init(&s, n);
             memset(s.pos, 0xFF, 3 * n * sizeof(float)); /* NaN: unwritten shows up */
             memset(s.radius, 0xFF, n * sizeof(float));
-            W->generate(n, 7, s.pos, s.radius);
+            generate(W, n, 7, s.pos, s.radius);
             ns_particles p = tl_particles(&s);
             ns_error err;
             CHECK_STATUS(ns_particles_validate(&p, &err), NS_OK, &err);
@@ -1022,7 +1033,7 @@ NULL_CASE(nc_generate_name, ns_workload_generate(NULL, 10, 1, 1, fx.set.pos, fx.
 NULL_CASE(nc_generate_pos, ns_workload_generate("uniform", 10, 1, 1, NULL, fx.set.radius, err))
 NULL_CASE(nc_generate_radius, ns_workload_generate("uniform", 10, 1, 1, fx.set.pos, NULL, err))
 NULL_CASE(nc_generate_settled_pos,
-          ns_workload_generate(NS_SETTLED_NAME, 10, 1, 1, NULL, fx.set.radius, err))
+          ns_workload_generate("settled", 10, 1, 1, NULL, fx.set.radius, err))
 NULL_CASE(nc_generate_empty, ns_workload_generate("uniform", 0, 1, 1, NULL, NULL, err))
 NULL_CASE(nc_sim_kernel, ns_sim_create(NULL, NULL, &fx.params, fx.set.n, fx.set.pos, fx.set.radius,
                                        &fx.out_sim, err))
@@ -1165,14 +1176,20 @@ static void t_null_table(int argc, char **argv)
     CHECK_CMP_D(ns_sim_potential_energy(NULL), ==, 0.0);
     CHECK_EQ_U(ns_format_float(NULL, 1.5f), 0);
 
-    /* ns_sim_spawn and ns_sim_box_around write nothing with a NULL */
+    /* ns_sim_spawn refuses a NULL, and it and ns_sim_box_around write nothing */
     float lo[3] = {7, 7, 7}, hi[3] = {7, 7, 7};
     const ns_workload *w = tl_workload("uniform");
-    ns_sim_spawn(NULL, fx.set.n, 1, fx.set.pos, fx.set.radius, lo, hi);
-    ns_sim_spawn(w, fx.set.n, 1, NULL, fx.set.radius, lo, hi);
-    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, NULL, lo, hi);
-    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, fx.set.radius, NULL, hi);
-    ns_sim_spawn(w, fx.set.n, 1, fx.set.pos, fx.set.radius, lo, NULL);
+    ns_error spawn_err;
+    CHECK_STATUS(ns_sim_spawn(NULL, fx.set.n, 1, 1, fx.set.pos, fx.set.radius, lo, hi, &spawn_err),
+                 NS_ERR_INVALID_ARGUMENT, &spawn_err);
+    CHECK_STATUS(ns_sim_spawn(w, fx.set.n, 1, 1, NULL, fx.set.radius, lo, hi, &spawn_err),
+                 NS_ERR_INVALID_ARGUMENT, &spawn_err);
+    CHECK_STATUS(ns_sim_spawn(w, fx.set.n, 1, 1, fx.set.pos, NULL, lo, hi, &spawn_err),
+                 NS_ERR_INVALID_ARGUMENT, &spawn_err);
+    CHECK_STATUS(ns_sim_spawn(w, fx.set.n, 1, 1, fx.set.pos, fx.set.radius, NULL, hi, &spawn_err),
+                 NS_ERR_INVALID_ARGUMENT, &spawn_err);
+    CHECK_STATUS(ns_sim_spawn(w, fx.set.n, 1, 1, fx.set.pos, fx.set.radius, lo, NULL, &spawn_err),
+                 NS_ERR_INVALID_ARGUMENT, &spawn_err);
     ns_sim_box_around(fx.set.n, NULL, fx.set.radius, 2.0f, 0.0f, lo, hi);
     ns_sim_box_around(fx.set.n, fx.set.pos, NULL, 2.0f, 0.0f, lo, hi);
     ns_sim_box_around(fx.set.n, fx.set.pos, fx.set.radius, 2.0f, 0.0f, NULL, hi);
@@ -1184,7 +1201,7 @@ static void t_null_table(int argc, char **argv)
     ns_sim_box_around(0, NULL, NULL, 2.0f, 0.0f, lo, hi); /* n = 0: arrays may be NULL */
     CHECK_EQ_F32_BITS(lo[0], 0.0f);
     CHECK_EQ_F32_BITS(hi[0], 1.0f);
-    ns_sim_spawn(w, 0, 1, NULL, NULL, lo, hi);
+    CHECK_STATUS(ns_sim_spawn(w, 0, 1, 1, NULL, NULL, lo, hi, &spawn_err), NS_OK, &spawn_err);
 
     /* ns_set_allocator: NULL, and a hook with a NULL function, restore the
      * C library (searches still work) */
@@ -1255,7 +1272,7 @@ static void t_err_cleared(int argc, char **argv)
     tl_set w;
     tl_set_init(&w, 60);
     CLEARED(ns_workload_generate("clusters", w.n, 1, 1, w.pos, w.radius, &err));
-    CLEARED(ns_workload_generate(NS_SETTLED_NAME, w.n, 1, 1, w.pos, w.radius, &err));
+    CLEARED(ns_workload_generate("settled", w.n, 1, 1, w.pos, w.radius, &err));
     CLEARED(ns_sim_settled(w.n, 2, 1, w.pos, w.radius, &err));
     ns_sim_params prm = ns_sim_params_default();
     ns_sim_box_around(w.n, w.pos, w.radius, 2.0f, 2.0f, prm.box_lo, prm.box_hi);
@@ -1321,7 +1338,7 @@ static void expect_threads_refused(int threads, const char *says)
     CHECK_STATUS(ns_sim_settled(w.n, 1, threads, w.pos, w.radius, &err), NS_ERR_INVALID_ARGUMENT,
                  &err);
     CHECK_STR_CONTAINS(err.message, says);
-    CHECK_STATUS(ns_workload_generate(NS_SETTLED_NAME, w.n, 1, threads, w.pos, w.radius, &err),
+    CHECK_STATUS(ns_workload_generate("settled", w.n, 1, threads, w.pos, w.radius, &err),
                  NS_ERR_INVALID_ARGUMENT, &err);
     CHECK_STR_CONTAINS(err.message, says);
     tl_set_free(&w);

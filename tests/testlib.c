@@ -100,19 +100,18 @@ ns_particles tl_particles(const tl_set *s)
 void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s)
 {
     tl_set_init(s, n);
-    w->generate(n, seed, s->pos, s->radius);
+    ns_error err;
+    /* one thread: the settled piles are the same at any count, and a test
+     * run with OMP_NUM_THREADS=8 on two cores would crawl */
+    ns_status st = w->generate(n, seed, 1, s->pos, s->radius, &err);
+    if (st != NS_OK)
+        fprintf(stderr, "workload %s n=%zu: %s\n", w->name, n, err.message);
+    REQUIRE(st == NS_OK);
 }
 
 void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s)
 {
-    tl_set_init(s, n);
-    ns_error err;
-    /* one thread: the piles are the same at any count, and a test run with
-     * OMP_NUM_THREADS=8 on two cores would crawl */
-    ns_status st = ns_workload_generate(name, n, seed, 1, s->pos, s->radius, &err);
-    if (st != NS_OK)
-        fprintf(stderr, "workload %s n=%zu: %s\n", name, n, err.message);
-    REQUIRE(st == NS_OK);
+    tl_generate(tl_workload(name), n, seed, s);
 }
 
 const ns_kernel *tl_kernel(const char *name)

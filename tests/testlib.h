@@ -37,9 +37,10 @@ void tl_set_put(tl_set *s, size_t i, float x, float y, float z, float r);
 void tl_set_append(tl_set *a, const tl_set *b);
 /* Per-particle radii view of the set. */
 ns_particles tl_particles(const tl_set *s);
-/* Fills s (re-initialised to n particles) from a workload generator. */
+/* Fills s (re-initialised to n particles) from a workload generator, with
+ * one thread; REQUIREs it succeeds. */
 void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
-/* The same by name, through ns_workload_generate: also "settled". */
+/* The same by name. */
 void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
 const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */

@@ -1,5 +1,5 @@
 /* io.c - particle files in, contact files out (formats: nsearch.h). */
-#include "internal.h"
+#include "data.h"
 
 #include <ctype.h>
 #include <errno.h>

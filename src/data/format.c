@@ -5,7 +5,7 @@
  * its nine significant digits are m * 5^k * 2^(k+e) for k = 8 - exponent,
  * an integer computation that rounds exactly (half to even, as printf does).
  * Everything else (exponential notation, 0, non-finite) goes to snprintf. */
-#include "internal.h"
+#include "data.h"
 
 #include <stdio.h>
 #include <string.h>

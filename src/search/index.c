@@ -1,7 +1,7 @@
 /* index.c - the kernel-independent part of every search: settings, the
- * frame (largest radius, cell size, bounds, range check) and the
+ * grid (largest radius, cell size, bounds, range check) and the
  * create/build/query life cycle. */
-#include "internal.h"
+#include "search.h"
 
 #include <omp.h>
 #include <string.h>
@@ -48,10 +48,10 @@ static bool scan_particles(ns__input *in)
             maxr = r > maxr ? r : maxr;
         }
     }
-    ns__frame *f = &in->frame;
-    f->lo[0] = lo0, f->lo[1] = lo1, f->lo[2] = lo2;
-    f->hi[0] = hi0, f->hi[1] = hi1, f->hi[2] = hi2;
-    f->max_radius = maxr;
+    ns__grid *g = &in->grid;
+    g->lo[0] = lo0, g->lo[1] = lo1, g->lo[2] = lo2;
+    g->hi[0] = hi0, g->hi[1] = hi1, g->hi[2] = hi2;
+    g->max_radius = maxr;
     return !bad;
 }
 
@@ -86,25 +86,25 @@ static bool cell_in_range(double c)
  * particles are never more than one cell apart. */
 static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
 {
-    ns__frame *f = &in->frame;
-    f->cell = 2.0 * (double)f->max_radius * (1.0 + 0x1p-20);
-    f->inv_cell = 1.0 / f->cell;
+    ns__grid *g = &in->grid;
+    g->cell = 2.0 * (double)g->max_radius * (1.0 + 0x1p-20);
+    g->inv_cell = 1.0 / g->cell;
     for (int k = 0; k < 3; k++) {
-        double clo = floor((double)f->lo[k] * f->inv_cell);
-        double chi = floor((double)f->hi[k] * f->inv_cell);
+        double clo = floor((double)g->lo[k] * g->inv_cell);
+        double chi = floor((double)g->hi[k] * g->inv_cell);
         if (cell_in_range(clo) && cell_in_range(chi)) {
-            f->cell_lo[k] = (int64_t)clo;
-            f->cell_hi[k] = (int64_t)chi;
+            g->cell_lo[k] = (int64_t)clo;
+            g->cell_hi[k] = (int64_t)chi;
             continue;
         }
         size_t bad = 0;
         while (bad < p->n &&
-               cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * f->inv_cell)))
+               cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * g->inv_cell)))
             bad++;
         return ns__fail(err, NS_ERR_TOO_LARGE, bad,
                         "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
                         "origin",
-                        bad, "xyz"[k], (double)p -> pos[3 * bad + (size_t)k], f -> cell);
+                        bad, "xyz"[k], (double)p->pos[3 * bad + (size_t)k], g->cell);
     }
     return NS_OK;
 }
@@ -185,7 +185,7 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
 
     if (!scan_particles(in) || (!p->radius && !ns__radius_in_range(p->radius_uniform)))
         return ns_particles_validate(p, err);
-    index->trivial = p->n < 2 || in->frame.max_radius == 0.0f;
+    index->trivial = p->n < 2 || in->grid.max_radius == 0.0f;
     if (!index->trivial) {
         ns_status s = set_cells(in, p, err);
         if (s == NS_OK)
@@ -264,7 +264,7 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info)
         if (index->state)
             index->kernel->ops->info(index->state, info);
         if (info->cells || info->table_size)
-            info->cell_size = index->in.frame.cell;
+            info->cell_size = index->in.grid.cell;
     }
 }
 

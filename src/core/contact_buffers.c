@@ -23,7 +23,7 @@
  * contacts fit. A refused search releases the buffers, and a query starts by
  * releasing them when an earlier one left more than max_contacts + 1024 per
  * thread, so what is kept between queries is bounded too. */
-#include "internal.h"
+#include "core.h"
 
 #include <omp.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 /* sysconf(_SC_PHYS_PAGES) for the default contact limit */
 #define _DEFAULT_SOURCE
 
-#include "internal.h"
+#include "core.h"
 
 #include <limits.h>
 #include <omp.h>

@@ -1,6 +1,9 @@
-/* internal.h - private helpers shared by the library and the kernels (ns__ prefix). */
-#ifndef NS_INTERNAL_H
-#define NS_INTERNAL_H
+/* core.h - the core layer's private interface (ns__ prefix): errors,
+ * allocation, the contact predicate, the search grid and cell hashing,
+ * contact lists and per-thread buffers, counting sort. Every layer of the
+ * library may use it; it knows no kernel, index, workload or simulation. */
+#ifndef NS_CORE_H
+#define NS_CORE_H
 
 #include "nsearch.h"
 
@@ -72,48 +75,16 @@ ns_status ns__fail_oom(ns_error *err, const char *what);
 /* Marks err (when non-NULL) as NS_OK with an empty message. */
 void ns__ok(ns_error *err);
 
-/* The frame every kernel searches in, computed once per build for all
+/* The grid every kernel searches on, computed once per build for all
  * kernels alike so that refusals are identical: the largest radius, the cell
  * edge, the bounding box and the range of cell coordinates. */
-typedef struct ns__frame {
+typedef struct ns__grid {
     float max_radius;
-    double cell;     /* 2 * max_radius, widened by 2^-20 (see core.c) */
+    double cell;     /* 2 * max_radius, widened by 2^-20 (see index.c) */
     double inv_cell; /* 1 / cell */
     float lo[3], hi[3];
     int64_t cell_lo[3], cell_hi[3]; /* floor(lo * inv_cell), floor(hi * inv_cell) */
-} ns__frame;
-
-/* What a kernel's build and query see. */
-typedef struct ns__input {
-    size_t n;
-    const float *pos;
-    const float *radius; /* NULL: radius_uniform for all */
-    float radius_uniform;
-    ns__frame frame;
-    int threads;       /* resolved: >= 1 */
-    size_t table_size; /* resolved: >= 1 */
-    size_t grid_max_bytes;
-    size_t max_contacts; /* resolved: >= 1 */
-} ns__input;
-
-/* A kernel's functions. state is the kernel's own, kept across builds so
- * memory is reused; build may be called again on a non-NULL state. */
-struct ns_kernel_ops {
-    ns_status (*build)(void **state, const ns__input *in, ns_error *err);
-    /* Fills out; *candidates = the pairs it tested with ns__contact(). */
-    ns_status (*query)(void *state, const ns__input *in, ns_contact_list *out, size_t *candidates,
-                       ns_error *err);
-    void (*info)(const void *state, ns_index_info *info);
-    void (*destroy)(void *state);
-    /* Optional (NULL when the kernel has none): *count = the contacts of the
-     * last build, found without writing them. */
-    ns_status (*count)(void *state, const ns__input *in, size_t *count, ns_error *err);
-};
-
-static inline float ns__radius(const ns__input *in, size_t i)
-{
-    return in->radius ? in->radius[i] : in->radius_uniform;
-}
+} ns__grid;
 
 /* The one contact predicate (docs/design.md, "The predicate"), in three pieces so a
  * kernel that keeps positions in its own order (grid_sorted) computes
@@ -150,27 +121,10 @@ static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, 
     c->nz = coincident ? 0.0f : dz / d + 0.0f;
 }
 
-/* The predicate on the caller's arrays, for i < j. Returns true and fills c
- * when particles i and j touch. Every kernel decides with these functions,
- * so every kernel returns bit-identical contacts. */
-static inline bool ns__contact(const ns__input *in, uint32_t i, uint32_t j, ns_contact *c)
+/* Integer cell coordinate of x; the grid's range check makes it exact. */
+static inline int64_t ns__cell_coord(const ns__grid *g, float x)
 {
-    const float *pi = in->pos + 3 * (size_t)i, *pj = in->pos + 3 * (size_t)j;
-    float dx = pj[0] - pi[0];
-    float dy = pj[1] - pi[1];
-    float dz = pj[2] - pi[2];
-    float d2 = ns__distance2(dx, dy, dz);
-    float s = ns__radius(in, i) + ns__radius(in, j);
-    if (!ns__touching(d2, s))
-        return false;
-    ns__contact_fill(i, j, dx, dy, dz, d2, s, c);
-    return true;
-}
-
-/* Integer cell coordinate of x; the frame's range check makes it exact. */
-static inline int64_t ns__cell_coord(const ns__frame *f, float x)
-{
-    return (int64_t)floor((double)x * f->inv_cell);
+    return (int64_t)floor((double)x * g->inv_cell);
 }
 
 /* Hash of an integer cell into [0, table_size): products with large 64-bit
@@ -185,55 +139,6 @@ static inline uint32_t ns__hash_cell(int64_t cx, int64_t cy, int64_t cz, size_t 
                  (uint64_t)cz * UINT64_C(0x165667B19E3779F9);
     h ^= h << 29;
     return (uint32_t)(((h >> 32) * (uint64_t)table_size) >> 32);
-}
-
-static inline uint32_t ns__particle_bucket(const ns__input *in, size_t i)
-{
-    const float *p = in->pos + 3 * i;
-    return ns__hash_cell(ns__cell_coord(&in->frame, p[0]), ns__cell_coord(&in->frame, p[1]),
-                         ns__cell_coord(&in->frame, p[2]), in->table_size);
-}
-
-/* The distinct buckets of the 27 cells around a cell. Two cells may share a
- * bucket: visiting each bucket once (and testing every particle in it by
- * distance) neither loses nor duplicates a contact. */
-typedef struct ns__neighbours {
-    int64_t cell[3]; /* the cell they surround */
-    int count;       /* distinct buckets in bucket[]; -1 before the first use */
-    uint32_t bucket[27];
-} ns__neighbours;
-
-/* The integer cell of particle i. */
-static inline void ns__particle_cell(const ns__input *in, size_t i, int64_t cell[3])
-{
-    for (int k = 0; k < 3; k++)
-        cell[k] = ns__cell_coord(&in->frame, in->pos[3 * i + (size_t)k]);
-}
-
-/* The neighbour buckets of a cell; recomputed only when the cell differs
- * from the last one asked for (particles visited bucket by bucket mostly
- * share their cell with the previous one). */
-static inline const ns__neighbours *ns__neighbours_around(ns__neighbours *nb, const ns__input *in,
-                                                          const int64_t cell[3])
-{
-    if (nb->count >= 0 && nb->cell[0] == cell[0] && nb->cell[1] == cell[1] &&
-        nb->cell[2] == cell[2])
-        return nb;
-    int m = 0;
-    for (int dz = -1; dz <= 1; dz++)
-        for (int dy = -1; dy <= 1; dy++)
-            for (int dx = -1; dx <= 1; dx++) {
-                uint32_t b =
-                    ns__hash_cell(cell[0] + dx, cell[1] + dy, cell[2] + dz, in->table_size);
-                int k = 0;
-                while (k < m && nb->bucket[k] != b)
-                    k++;
-                if (k == m)
-                    nb->bucket[m++] = b;
-            }
-    nb->cell[0] = cell[0], nb->cell[1] = cell[1], nb->cell[2] = cell[2];
-    nb->count = m;
-    return nb;
 }
 
 /* Appends to a contact list, growing it; checks max_contacts. */
@@ -296,10 +201,6 @@ bool ns__tbufs_failed(ns__tbufs *t);
 /* Replaces list's content with every buffer's contacts. */
 ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contacts, ns_error *err);
 
-/* Sets the contact limit of an index's next builds (for ns_skin, which
- * searches candidates and contacts with different limits); 0 = the default. */
-void ns__index_set_max_contacts(ns_index *index, size_t max_contacts);
-
 /* Counting sort of particles 0..n by key[i] < nkeys: afterwards bucket k
  * holds entries[start[k] .. start[k+1]), in increasing particle order, and
  * start[nkeys] == n. start has nkeys + 1 entries. */
@@ -311,9 +212,4 @@ size_t ns__exclusive_scan_u32(uint32_t *a, size_t n);
 /* The same with a blocked two-pass scan over threads. */
 size_t ns__parallel_exclusive_scan_u32(uint32_t *a, size_t n, int threads);
 
-/* ns_sim_settled with piles of at most `block` particles (the tests use
- * small piles to reach the tiling cheaply). */
-ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t block, float *pos,
-                                float *radius, ns_error *err);
-
-#endif /* NS_INTERNAL_H */
+#endif /* NS_CORE_H */

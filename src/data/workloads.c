@@ -1,9 +1,9 @@
-/* workloads.c - particle sets for tests and benchmarks, deterministic from
- * (n, seed). Only the integer RNG and IEEE basic operations (+ - * / sqrt)
- * are used, so a workload is bit-identical on every machine and compiler. */
-#include "internal.h"
+/* workloads.c - the generated particle sets for tests and benchmarks,
+ * deterministic from (n, seed). Only the integer RNG and IEEE basic
+ * operations (+ - * / sqrt) are used, so each is bit-identical on every
+ * machine and compiler. */
+#include "data.h"
 
-#include <string.h>
 
 /* Contacts per particle the generators aim for (pairs within 2r). */
 #define TARGET_CONTACTS 30.0
@@ -182,46 +182,49 @@ static void sheet(size_t n, uint64_t seed, float *pos, float *radius)
     }
 }
 
-static const ns_workload workloads[] = {
-    {"uniform", "uniform in a cube, about 30 contacts per particle at every n", uniform},
-    {"dambreak", "jittered lattice block in a corner of a domain 8x its side, plus 1% spray",
-     dambreak},
-    {"clusters", "8 Gaussian blobs, populations and densities differing 16:1", clusters},
-    {"polydisperse", "uniform cube, radii spread 10:1 (0.05 to 0.5)", polydisperse},
-    {"sheet", "thin sheet on a tilted plane: the bounding box is mostly empty", sheet},
-};
-
-size_t ns_workload_count(void)
+/* A generator's entry point: the arrays checked, then filled. */
+static ns_status fill(void (*make)(size_t, uint64_t, float *, float *), size_t n, uint64_t seed,
+                      float *pos, float *radius, ns_error *err)
 {
-    return sizeof workloads / sizeof workloads[0];
-}
-
-const ns_workload *ns_workload_at(size_t k)
-{
-    return k < ns_workload_count() ? &workloads[k] : NULL;
-}
-
-const ns_workload *ns_workload_find(const char *name)
-{
-    for (size_t k = 0; name && k < ns_workload_count(); k++)
-        if (strcmp(workloads[k].name, name) == 0)
-            return &workloads[k];
-    return NULL;
-}
-
-ns_status ns_workload_generate(const char *name, size_t n, uint64_t seed, int threads, float *pos,
-                               float *radius, ns_error *err)
-{
-    if (!name || (n && (!pos || !radius)))
+    if (n && (!pos || !radius))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "a NULL workload name, positions or radii");
-    if (strcmp(name, NS_SETTLED_NAME) == 0)
-        return ns_sim_settled(n, seed, threads, pos, radius, err);
-    const ns_workload *w = ns_workload_find(name);
-    if (!w)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "unknown workload '%s'",
-                        name);
-    w->generate(n, seed, pos, radius);
+                        "NULL positions or radii for %zu particles", n);
+    make(n, seed, pos, radius);
     ns__ok(err);
     return NS_OK;
+}
+
+ns_status ns__workload_uniform(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                               ns_error *err)
+{
+    (void)threads;
+    return fill(uniform, n, seed, pos, radius, err);
+}
+
+ns_status ns__workload_dambreak(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                                ns_error *err)
+{
+    (void)threads;
+    return fill(dambreak, n, seed, pos, radius, err);
+}
+
+ns_status ns__workload_clusters(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                                ns_error *err)
+{
+    (void)threads;
+    return fill(clusters, n, seed, pos, radius, err);
+}
+
+ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float *pos,
+                                    float *radius, ns_error *err)
+{
+    (void)threads;
+    return fill(polydisperse, n, seed, pos, radius, err);
+}
+
+ns_status ns__workload_sheet(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                             ns_error *err)
+{
+    (void)threads;
+    return fill(sheet, n, seed, pos, radius, err);
 }

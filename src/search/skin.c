@@ -14,7 +14,7 @@
  * that edge. They are also limited to CANDIDATES_PER_CONTACT x max_contacts:
  * a rebuild with more searches the particles directly (no reuse that frame),
  * with the caller's limit, like every search without candidates. */
-#include "internal.h"
+#include "search.h"
 
 #include <omp.h>
 #include <string.h>

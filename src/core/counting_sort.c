@@ -1,6 +1,6 @@
 /* counting_sort.c - bucketing particles by a key (cell or hash bucket):
  * the serial counting sort and prefix sums. */
-#include "internal.h"
+#include "core.h"
 
 #include <string.h>
 

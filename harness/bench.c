@@ -66,8 +66,7 @@
  * search of 100,000 particles takes seconds. */
 #define QUADRATIC_OTHER_MAX_N 10000
 #define SEED 1
-#define BOUND_NAME "bound"         /* grid_sorted's binning + count, no output */
-#define BOUND_KERNEL "grid_sorted" /* whose binning and count it times */
+#define BOUND_NAME "bound"         /* the bound kernel's binning + count, no output */
 #define WRITE_NAME "write"         /* streaming the reference's contacts to memory */
 #define WRITE_PATTERN 64           /* contacts repeated by write (a power of two) */
 
@@ -79,13 +78,13 @@ static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 
 /* What a configuration times. */
 typedef enum config_kind {
     KIND_KERNEL, /* build + query */
-    KIND_BOUND,  /* BOUND_KERNEL's build + count, no contacts written */
+    KIND_BOUND,  /* the bound kernel's build + count, no contacts written */
     KIND_WRITE   /* the reference's contacts streamed into memory, no search */
 } config_kind;
 
 /* One benchmark configuration. */
 typedef struct config {
-    const ns_kernel *kernel; /* for bound: BOUND_KERNEL; for write: NULL */
+    const ns_kernel *kernel; /* for bound: the table's bound kernel; for write: NULL */
     config_kind kind;
     const char *workload;
     size_t n;
@@ -315,9 +314,59 @@ static void write_reference(const char *w, size_t n)
     }
 }
 
+/* The kernel the table marks with this reference rank; NULL when none. */
+static const ns_kernel *reference_kernel(int rank)
+{
+    for (size_t k = 0; k < ns_kernel_count(); k++)
+        if (ns_kernel_at(k)->reference == rank)
+            return ns_kernel_at(k);
+    return NULL;
+}
+
+/* A search for the reference: a parallel kernel with OpenMP's default
+ * thread count, a serial one with one thread. */
+static ns_status reference_search(const ns_kernel *k, const ns_particles *p, ns_contact_list *out,
+                                  ns_error *err)
+{
+    return search_once(k, p, k->parallel ? 0 : 1, out, err);
+}
+
+/* Above REFERENCE_MAX_N: the kernel of reference rank 2, checked against the
+ * first of ranks 3, 4, ... that succeeds (the table's chain). */
+static void checked_reference(const ns_particles *p, ns_error *err)
+{
+    const ns_kernel *first = reference_kernel(2);
+    cache.reference_name = first->name;
+    cache.reference_status = reference_search(first, p, &cache.reference, err);
+    if (cache.reference_status != NS_OK)
+        return;
+    ns_contact_list second;
+    ns_contact_list_init(&second);
+    const ns_kernel *other = NULL;
+    ns_status s = NS_ERR_INVALID_ARGUMENT;
+    for (int rank = 3; (other = reference_kernel(rank)) != NULL; rank++)
+        if ((s = reference_search(other, p, &second, err)) == NS_OK)
+            break;
+    size_t k = s == NS_OK ? first_difference(&cache.reference, &second) : SIZE_MAX;
+    if (s != NS_OK) {
+        cache.reference_status = s;
+    } else if (k != SIZE_MAX) {
+        describe_difference(err->message, sizeof err->message, first->name, &cache.reference,
+                            other->name, &second, k);
+        cache.reference_status = NS_ERR_INVALID_INPUT; /* the reference is in doubt */
+        any_invalid = true;
+    } else {
+        static char name[128];
+        snprintf(name, sizeof name, "%s (checked against %s)", first->name, other->name);
+        cache.reference_name = name;
+    }
+    ns_contact_list_free(&second);
+}
+
 /* The particles and reference for (workload, n), computed once and shared by
- * every kernel: naive up to REFERENCE_MAX_N; above, hash_serial, itself
- * checked against grid_dense (or hash_parallel where the grid is refused). */
+ * every kernel: the table's reference (naive) up to REFERENCE_MAX_N, above
+ * it the checked chain (hash_serial against grid_dense, or hash_parallel
+ * where the grid is refused). */
 static void prepare(const char *w, size_t n)
 {
     if (cache.workload == w && cache.n == n && cache.pos)
@@ -336,44 +385,18 @@ static void prepare(const char *w, size_t n)
     fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w, n);
     double t0 = now();
     if (n <= REFERENCE_MAX_N) {
-        cache.reference_name = "naive";
+        const ns_kernel *ref = reference_kernel(1);
+        cache.reference_name = ref->name;
         if (reference_dir && read_reference(w, n)) {
             cache.reference_status = NS_OK;
             fprintf(stderr, " (read from %s)", reference_dir);
         } else {
-            cache.reference_status =
-                search_once(ns_kernel_find("naive"), &p, 1, &cache.reference, &err);
+            cache.reference_status = reference_search(ref, &p, &cache.reference, &err);
             if (reference_dir && cache.reference_status == NS_OK)
                 write_reference(w, n);
         }
     } else {
-        cache.reference_name = "hash_serial";
-        cache.reference_status =
-            search_once(ns_kernel_find("hash_serial"), &p, 1, &cache.reference, &err);
-        if (cache.reference_status == NS_OK) {
-            ns_contact_list second;
-            ns_contact_list_init(&second);
-            const char *other = "grid_dense";
-            ns_status s = search_once(ns_kernel_find(other), &p, 1, &second, &err);
-            if (s != NS_OK) {
-                other = "hash_parallel";
-                s = search_once(ns_kernel_find(other), &p, 0, &second, &err);
-            }
-            size_t k = s == NS_OK ? first_difference(&cache.reference, &second) : SIZE_MAX;
-            if (s != NS_OK) {
-                cache.reference_status = s;
-            } else if (k != SIZE_MAX) {
-                describe_difference(err.message, sizeof err.message, "hash_serial",
-                                    &cache.reference, other, &second, k);
-                cache.reference_status = NS_ERR_INVALID_INPUT; /* the reference is in doubt */
-                any_invalid = true;
-            } else {
-                cache.reference_name = strcmp(other, "grid_dense") == 0
-                                           ? "hash_serial (checked against grid_dense)"
-                                           : "hash_serial (checked against hash_parallel)";
-            }
-            ns_contact_list_free(&second);
-        }
+        checked_reference(&p, &err);
     }
     if (cache.reference_status != NS_OK)
         snprintf(cache.reference_error, sizeof cache.reference_error, "reference %s failed: %s",
@@ -548,7 +571,7 @@ static void run_search(nsb_state *st, config *c)
         goto done;
     }
     if (!c->checked && bound && counted != cache.reference.count) {
-        snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", BOUND_KERNEL,
+        snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", c->kernel->name,
                  counted, cache.reference_name, cache.reference.count);
         fail_config(st, c, false);
         goto done;
@@ -866,6 +889,10 @@ static void register_sweep(const options *o, int cores)
         n_threads = cores > 1 ? 2 : 1;
     }
     bool serial = serial_kernels_run(o, threads, n_threads);
+    const ns_kernel *bound = NULL; /* the table's bound kernel */
+    for (size_t k = 0; k < ns_kernel_count(); k++)
+        if (ns_kernel_at(k)->bound)
+            bound = ns_kernel_at(k);
     for (size_t w = 0; w < ns_workload_count(); w++) {
         const char *wl = ns_workload_at(w)->name;
         if (!in_list(o->workloads, wl))
@@ -893,9 +920,9 @@ static void register_sweep(const options *o, int cores)
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
                     add_config(ker, KIND_KERNEL, wl, all[s], ker->parallel ? threads[t] : 1);
             }
-            if (in_list(o->kernels, BOUND_NAME))
+            if (bound && in_list(o->kernels, BOUND_NAME))
                 for (int t = 0; t < n_threads; t++)
-                    add_config(ns_kernel_find(BOUND_KERNEL), KIND_BOUND, wl, all[s], threads[t]);
+                    add_config(bound, KIND_BOUND, wl, all[s], threads[t]);
             if (in_list(o->kernels, WRITE_NAME))
                 for (int t = 0; t < n_threads; t++)
                     add_config(NULL, KIND_WRITE, wl, all[s], threads[t]);

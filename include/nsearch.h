@@ -223,6 +223,13 @@ typedef struct ns_kernel {
     bool quadratic;          /* tests every pair: O(n^2) time whatever the layout */
     bool domain_memory;      /* memory grows with the domain's volume (capped by
                                 config.grid_max_bytes: NS_ERR_TOO_LARGE beyond) */
+    int reference;           /* its part in validating the others (nsearch-bench): 1 the
+                                reference every kernel is compared with exactly; 2, 3, ...
+                                where that one is too slow: the reference is the one
+                                marked 2, checked against the first of 3, 4, ... that
+                                succeeds; 0 none */
+    bool bound;              /* its build and count time nsearch-bench's `bound` floor
+                                (it has a count function; one kernel at most) */
     const ns_kernel_ops *ops;
 } ns_kernel;
 

@@ -3,14 +3,17 @@
 
 #include <string.h>
 
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory)         \
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,        \
+                  reference, bound)                                                                \
     extern const ns_kernel_ops ns__##name##_ops;
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel kernels[] = {
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory)         \
-    {#name, description, parallel, uses_table_size, quadratic, domain_memory, &ns__##name##_ops},
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,        \
+                  reference, bound)                                                                \
+    {#name, description, parallel, uses_table_size, quadratic, domain_memory, reference, bound,  \
+     &ns__##name##_ops},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };

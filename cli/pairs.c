@@ -79,10 +79,13 @@ static void print_contact(const char *label, const ns_contact *c)
             (double)c->overlap, (double)c->nx, (double)c->ny, (double)c->nz);
 }
 
-/* --check: exact comparison of sorted lists; prints VALID or INVALID. */
-static bool same_contacts(const char *kernel, const ns_contact_list *ref,
+/* --check: exact comparison of sorted lists (ref from the reference kernel
+ * named reference); prints VALID or INVALID. */
+static bool same_contacts(const char *kernel, const char *reference, const ns_contact_list *ref,
                           const ns_contact_list *got)
 {
+    char label[64];
+    snprintf(label, sizeof label, "%-8s", reference);
     size_t shown = 0, differ = 0;
     size_t a = 0, b = 0;
     while (a < ref->count || b < got->count) {
@@ -95,10 +98,10 @@ static bool same_contacts(const char *kernel, const ns_contact_list *ref,
             continue;
         }
         if (differ++ == 0)
-            fprintf(stderr, "INVALID: %s differs from naive\n", kernel);
+            fprintf(stderr, "INVALID: %s differs from %s\n", kernel, reference);
         if (shown++ < 5) {
             if (!y_first)
-                print_contact("naive   ", x);
+                print_contact(label, x);
             if (!x_first)
                 print_contact(kernel, y);
         }
@@ -106,10 +109,11 @@ static bool same_contacts(const char *kernel, const ns_contact_list *ref,
         b += !x_first;
     }
     if (differ)
-        fprintf(stderr, "INVALID: %zu differences (naive %zu contacts, %s %zu)\n", differ,
+        fprintf(stderr, "INVALID: %zu differences (%s %zu contacts, %s %zu)\n", differ, reference,
                 ref->count, kernel, got->count);
     else
-        fprintf(stderr, "VALID: %s matches naive exactly (%zu contacts)\n", kernel, ref->count);
+        fprintf(stderr, "VALID: %s matches %s exactly (%zu contacts)\n", kernel, reference,
+                ref->count);
     return differ == 0;
 }
 
@@ -205,10 +209,11 @@ int cli_pairs(int argc, char **argv)
     if (opts[CHECK].given) {
         ns_contact_list ref;
         ns_contact_list_init(&ref);
-        rc = search(ns_kernel_find("naive"), &p, &cfg, &ref, path, &file, NULL, NULL, NULL);
+        const ns_kernel *reference = cli_reference_kernel();
+        rc = search(reference, &p, &cfg, &ref, path, &file, NULL, NULL, NULL);
         if (rc == 0) {
             ns_contact_list_sort(&ref);
-            valid = same_contacts(kernel->name, &ref, &contacts);
+            valid = same_contacts(kernel->name, reference->name, &ref, &contacts);
         }
         ns_contact_list_free(&ref);
         if (rc)

@@ -80,6 +80,31 @@ static void t_kernel_table(int argc, char **argv)
                (int)K->parallel, (int)K->uses_table_size, (int)K->quadratic,
                (int)K->domain_memory, K->description);
     }
+    /* the roles: one reference (1), a chain 2, 3, ... without gaps or
+     * repeats, one bound kernel, and it can count */
+    check_set_context("kernel roles");
+    int with_rank[64] = {0}, bounds = 0, highest = 0;
+    for (size_t k = 0; k < count; k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        CHECK(K->reference >= 0 && K->reference < 64);
+        if (K->reference > 0 && K->reference < 64) {
+            with_rank[K->reference]++;
+            highest = K->reference > highest ? K->reference : highest;
+        }
+        if (K->bound) {
+            bounds++;
+            ns_index *index = NULL;
+            ns_error err;
+            CHECK_STATUS(ns_index_create(K, NULL, &index, &err), NS_OK, &err);
+            CHECK_MSG(ns_index_can_count(index), "the bound kernel %s cannot count", K->name);
+            ns_index_destroy(index);
+        }
+    }
+    CHECK_EQ_I(bounds, 1);
+    CHECK_MSG(highest >= 3, "reference ranks up to %d: want a reference and a chain of two", highest);
+    for (int r = 1; r <= highest; r++)
+        CHECK_MSG(with_rank[r] == 1, "%d kernels with reference %d", with_rank[r], r);
+
     check_set_context("kernel lookups");
     CHECK(ns_kernel_at(count) == NULL);
     CHECK(ns_kernel_at(count + 1) == NULL);
@@ -93,12 +118,14 @@ static void t_kernel_table(int argc, char **argv)
     const struct {
         const char *name;
         bool parallel, table, quadratic, domain_memory;
-    } known[] = {{"naive", false, false, true, false},
-                 {"naive_omp", true, false, true, false},
-                 {"grid_dense", false, false, false, true},
-                 {"hash_serial", false, true, false, false},
-                 {"hash_parallel", true, true, false, false},
-                 {"grid_sorted", true, false, false, false}};
+        int reference;
+        bool bound;
+    } known[] = {{"naive", false, false, true, false, 1, false},
+                 {"naive_omp", true, false, true, false, 0, false},
+                 {"grid_dense", false, false, false, true, 3, false},
+                 {"hash_serial", false, true, false, false, 2, false},
+                 {"hash_parallel", true, true, false, false, 4, false},
+                 {"grid_sorted", true, false, false, false, 0, true}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ns_kernel *K = ns_kernel_find(known[i].name);
         check_set_context("documented kernel %s", known[i].name);
@@ -109,6 +136,8 @@ static void t_kernel_table(int argc, char **argv)
         CHECK_EQ_I(K->uses_table_size, known[i].table);
         CHECK_EQ_I(K->quadratic, known[i].quadratic);
         CHECK_EQ_I(K->domain_memory, known[i].domain_memory);
+        CHECK_EQ_I(K->reference, known[i].reference);
+        CHECK_EQ_I(K->bound, known[i].bound);
     }
 }
 

@@ -1,7 +1,7 @@
 /* test_alloc.c - allocation failures: every failure is NS_ERR_OUT_OF_MEMORY
  * and leaks nothing.
  *
- * usage: test_alloc KERNEL | test_alloc io
+ * usage: test_alloc kernel KERNEL | io | sim     (--ctest: the ctests, see testlib.h)
  *
  * Installs an allocator (ns_set_allocator) that fails on the k-th
  * malloc/realloc call of a run (mode "once"), or on the k-th and every later
@@ -184,7 +184,7 @@ static ns_status io_particles(const char *t, size_t l, const ns_contact_list *c,
 }
 
 /* The reader and the writers, each with its k-th allocation failing. */
-static int io_sweep(void)
+static void t_io(void)
 {
     enum { N = 3000 };
     char *text = malloc((size_t)N * 64);
@@ -238,7 +238,7 @@ static int io_sweep(void)
     CHECK_EQ_I(atomic_load(&bad_free), 0);
     free(items);
     free(text);
-    return check_report("alloc/io");
+
 }
 
 /* One simulation run of the sim sweep: 300 uniform spheres, create and 8
@@ -275,7 +275,7 @@ static ns_status sim_run(int what, float *out, ns_error *err)
 
 /* test_alloc sim: the simulation, the skin and the settled piles under
  * every failing allocation: NS_ERR_OUT_OF_MEMORY or the same frames. */
-static int sim_sweep(void)
+static void t_sim(void)
 {
     static const char *names[] = {"sim", "sim with a skin", "settled piles"};
     float ref[900], got[900];
@@ -314,22 +314,13 @@ static int sim_sweep(void)
         }
     }
     CHECK_EQ_I(atomic_load(&bad_free), 0);
-    return check_report("alloc/sim");
+
 }
 
-int main(int argc, char **argv)
+static void t_kernel(int argc, char **argv)
 {
-    static const ns_allocator hooks = {hook_malloc, hook_realloc, hook_free, NULL};
-    ns_set_allocator(&hooks); /* before any other library call */
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s KERNEL | io | sim\n", argv[0]);
-        return 2;
-    }
-    if (strcmp(argv[1], "io") == 0)
-        return io_sweep();
-    if (strcmp(argv[1], "sim") == 0)
-        return sim_sweep();
-    const ns_kernel *K = tl_kernel(argv[1]);
+    REQUIRE(argc == 1);
+    const ns_kernel *K = tl_kernel(argv[0]);
     tl_set s;
     tl_generate(tl_workload("uniform"), 2000, 1, &s);
     ns_particles p = tl_particles(&s);
@@ -417,7 +408,28 @@ int main(int argc, char **argv)
     CHECK_EQ_I(atomic_load(&bad_free), 0);
     free(ref_items);
     tl_set_free(&s);
-    char name[120];
-    snprintf(name, sizeof name, "alloc/%s", K->name);
-    return check_report(name);
+}
+
+/* alloc/KERNEL for every kernel, with two threads */
+static void kernel_ctests(void)
+{
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        char name[200];
+        snprintf(name, sizeof name, "alloc/%s", ns_kernel_at(k)->name);
+        tl_ctest(name, NULL, 2, "kernel", ns_kernel_at(k)->name, NULL);
+    }
+}
+
+static const tl_case cases[] = {
+    {"kernel", .run_args = t_kernel, .ctests = kernel_ctests},
+    {"io", .run = t_io},
+    {"sim", .run = t_sim},
+};
+
+int main(int argc, char **argv)
+{
+    static const ns_allocator hooks = {hook_malloc, hook_realloc, hook_free, NULL};
+    ns_set_allocator(&hooks); /* before any other library call */
+    static const tl_suite suite = {"alloc", "alloc", -1};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1,12 +1,15 @@
-/* test_diff.c - differential test: one kernel against the naive reference.
+/* test_diff.c - differential test: one kernel against the reference (the
+ * kernel the table marks reference 1: naive).
  *
- * usage: test_diff KERNEL WORKLOAD
+ * usage: test_diff diff KERNEL WORKLOAD     (--ctest: the ctests, see testlib.h)
  *
- * For n in {0, 1, 2, 10, 100, 1000, 5000} and seeds {1, 2} (a costly workload,
- * cache_version > 0, whose piles are simulated: up to 2000, seed 1), generates the workload, runs naive and KERNEL (config
- * NULL: threads = 0, i.e. OpenMP's default, which ctest sets through OMP_NUM_THREADS), sorts both
- * and requires bit-identical contact lists. Also checks the contact properties, that the index API
- * gives the same list, and that a second search into the same list gives the same result. */
+ * For n in {0, 1, 2, 10, 100, 1000, 5000} and seeds {1, 2} (a costly
+ * workload, cache_version > 0, whose piles are simulated: up to 2000, seed
+ * 1), generates the workload, runs the reference and KERNEL (config NULL:
+ * threads = 0, i.e. OpenMP's default, which ctest sets through
+ * OMP_NUM_THREADS), sorts both and requires bit-identical contact lists.
+ * Also checks the contact properties, that the index API gives the same
+ * list, and that a second search into the same list gives the same result. */
 #include "testlib.h"
 
 
@@ -14,15 +17,12 @@ static const size_t sizes[] = {0, 1, 2, 10, 100, 1000, 5000};
 static const size_t costly_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
 static const uint64_t seeds[] = {1, 2};
 
-int main(int argc, char **argv)
+static void t_diff(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s KERNEL WORKLOAD\n", argv[0]);
-        return 2;
-    }
-    const ns_kernel *naive = tl_kernel("naive");
-    const ns_kernel *kernel = tl_kernel(argv[1]);
-    const ns_workload *workload = tl_workload(argv[2]);
+    REQUIRE(argc == 2);
+    const ns_kernel *naive = tl_reference_kernel();
+    const ns_kernel *kernel = tl_kernel(argv[0]);
+    const ns_workload *workload = tl_workload(argv[1]);
     const char *wname = workload->name;
     bool costly = workload->cache_version > 0;
     const char *omp = getenv("OMP_NUM_THREADS");
@@ -82,8 +82,33 @@ int main(int argc, char **argv)
     ns_contact_list_free(&ref);
     ns_contact_list_free(&got);
     ns_contact_list_free(&again);
+}
 
-    char name[200];
-    snprintf(name, sizeof name, "diff/%s/%s/t%s", kernel->name, wname, omp ? omp : "default");
-    return check_report(name);
+/* Every kernel but the reference, on every workload, at 1, 2, 3 and 8
+ * threads (OMP_NUM_THREADS): diff/KERNEL/WORKLOAD/tT. */
+static void diff_ctests(void)
+{
+    static const int threads[] = {1, 2, 3, 8};
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        if (K->reference == 1)
+            continue;
+        for (size_t w = 0; w < ns_workload_count(); w++)
+            for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+                char name[200];
+                snprintf(name, sizeof name, "diff/%s/%s/t%d", K->name, ns_workload_at(w)->name,
+                         threads[t]);
+                tl_ctest(name, NULL, threads[t], "diff", K->name, ns_workload_at(w)->name);
+            }
+    }
+}
+
+static const tl_case cases[] = {
+    {"diff", .run_args = t_diff, .ctests = diff_ctests},
+};
+
+int main(int argc, char **argv)
+{
+    static const tl_suite suite = {"diff", "kernels", -1};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1,7 +1,8 @@
 /* test_grid_sorted.c - the grid_sorted kernel and the counting API
  * (ns_index_can_count / ns_index_count), black-box against the contract.
  *
- * usage: test_grid_sorted CASE [ARG]     (no argument: list the cases)
+ * usage: test_grid_sorted CASE [ARG]     (no argument: list the cases;
+ *        --ctest: the ctests, see testlib.h)
  *
  * grid_sorted cases (ctest label kernels):
  *   thread_order W      workload W at n = 2 .. 20000, three seeds: the raw,
@@ -1132,8 +1133,22 @@ static void t_count_max_contacts(int argc, char **argv)
     tl_set_free(&co);
 }
 
+/* thread_order on every generated workload (the simulated ones are the
+ * differential tests' and test_sim's) */
+static void thread_order_ctests(void)
+{
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *W = ns_workload_at(w);
+        if (W->cache_version > 0)
+            continue;
+        char name[200];
+        snprintf(name, sizeof name, "grid_sorted/thread_order/%s", W->name);
+        tl_ctest(name, NULL, 0, "thread_order", W->name, NULL);
+    }
+}
+
 static const tl_case cases[] = {
-    {"thread_order", .run_args = t_thread_order},
+    {"thread_order", .run_args = t_thread_order, .ctests = thread_order_ctests},
     {"far_particles", .run_args = t_far_particles},
     {"two_clusters", .run_args = t_two_clusters},
     {"sparse_spread", .run_args = t_sparse_spread},
@@ -1142,13 +1157,19 @@ static const tl_case cases[] = {
     {"crowded_coincident", .run_args = t_crowded_coincident},
     {"crowded_neighbours", .run_args = t_crowded_neighbours},
     {"uniform_radius", .run_args = t_uniform_radius},
-    {"count_workloads", .run_args = t_count_workloads},
-    {"count_errors", .run_args = t_count_errors},
-    {"count_trivial", .run_args = t_count_trivial},
-    {"count_max_contacts", .run_args = t_count_max_contacts},
+    /* the counting API's cases are unit tests of the index */
+    {"count_workloads", .run_args = t_count_workloads,
+     .ctest_name = "unit/index_count_workloads", .label = "unit"},
+    {"count_errors", .run_args = t_count_errors,
+     .ctest_name = "unit/index_count_errors", .label = "unit"},
+    {"count_trivial", .run_args = t_count_trivial,
+     .ctest_name = "unit/index_count_trivial", .label = "unit"},
+    {"count_max_contacts", .run_args = t_count_max_contacts,
+     .ctest_name = "unit/index_count_max_contacts", .label = "unit"},
 };
 
 int main(int argc, char **argv)
 {
-    return tl_main("grid_sorted", cases, sizeof cases / sizeof cases[0], argc, argv);
+    static const tl_suite suite = {"grid_sorted", "kernels", 3};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1,7 +1,7 @@
 /* test_io.c - the particle-file reader and parser, the contact writers and
  * the float formatter, through the public API.
  *
- * usage: test_io CASE */
+ * usage: test_io CASE      (no argument: list the cases; --ctest: the ctests) */
 #include "testlib.h"
 
 #include <float.h>
@@ -990,5 +990,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return tl_main("io", cases, sizeof cases / sizeof cases[0], argc, argv);
+    static const tl_suite suite = {"io", "unit", -1};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

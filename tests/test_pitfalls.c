@@ -1,6 +1,6 @@
 /* test_pitfalls.c - docs/design.md's pitfalls, each over every kernel in the table.
  *
- * usage: test_pitfalls NAME      (no argument: list the names)
+ * usage: test_pitfalls NAME      (no argument: list the names; --ctest: the ctests)
  *
  * Each case builds a layout whose contact count is known by construction
  * (checked against the test's own O(n^2) predicate, tl_reference) or, where a
@@ -1432,5 +1432,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return tl_main("pitfall", cases, sizeof cases / sizeof cases[0], argc, argv);
+    static const tl_suite suite = {"pitfall", "pitfalls", 3};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1,7 +1,7 @@
 /* test_sim.c - the particle simulation (ns_sim_*), search reuse with a skin
  * (ns_skin_*) and the settled workload, black-box against include/nsearch.h.
  *
- * usage: test_sim CASE [ARG]     (no argument: list the cases)
+ * usage: test_sim CASE [ARG]     (no argument: list the cases; --ctest: the ctests)
  *
  *   spawn             ns_sim_spawn: coordinates the layout's scaled exactly (2, 2, 8
  *                     as `nsearch sim --help` says), radii kept, room of two largest
@@ -1608,14 +1608,54 @@ static void t_settled_tiles(void)
     tl_set_free(&f);
 }
 
+/* box: three layouts as spawned, two also raw (overlapping) and violent */
+static void box_ctests(void)
+{
+    const char *as_spawned[] = {"uniform", "dambreak", "polydisperse"};
+    const char *varied[] = {"polydisperse", "clusters"};
+    const char *variants[] = {"raw", "violent"};
+    char name[200];
+    for (size_t l = 0; l < 3; l++) {
+        snprintf(name, sizeof name, "sim/box/%s", as_spawned[l]);
+        tl_ctest(name, NULL, 0, "box", as_spawned[l], NULL);
+    }
+    for (size_t l = 0; l < 2; l++)
+        for (size_t v = 0; v < 2; v++) {
+            snprintf(name, sizeof name, "sim/box/%s_%s", varied[l], variants[v]);
+            tl_ctest(name, NULL, 0, "box", varied[l], variants[v]);
+        }
+}
+
+/* deterministic: set their own thread counts (OMP_NUM_THREADS unset) */
+static void deterministic_ctests(void)
+{
+    tl_ctest("sim/deterministic/uniform", NULL, -1, "deterministic", "uniform", NULL);
+    tl_ctest("sim/deterministic/polydisperse", NULL, -1, "deterministic", "polydisperse", NULL);
+}
+
+static void kernels_agree_ctests(void)
+{
+    const char *layouts[] = {"uniform", "polydisperse", "dambreak"};
+    const char *raw[] = {"polydisperse", "clusters"};
+    char name[200];
+    for (size_t l = 0; l < 3; l++) {
+        snprintf(name, sizeof name, "sim/kernels_agree/%s", layouts[l]);
+        tl_ctest(name, NULL, -1, "kernels_agree", layouts[l], NULL);
+    }
+    for (size_t l = 0; l < 2; l++) {
+        snprintf(name, sizeof name, "sim/kernels_agree/%s_raw", raw[l]);
+        tl_ctest(name, NULL, -1, "kernels_agree", raw[l], "raw");
+    }
+}
+
 static const tl_case cases[] = {
     {"spawn", .run = t_spawn},
-    {"box", .run_args = t_box},
+    {"box", .run_args = t_box, .ctests = box_ctests},
     {"free_fall", .run = t_free_fall},
     {"settle", .run = t_settle},
     {"settled", .run = t_settled},
-    {"deterministic", .run_args = t_deterministic},
-    {"kernels_agree", .run_args = t_kernels_agree},
+    {"deterministic", .run_args = t_deterministic, .ctests = deterministic_ctests},
+    {"kernels_agree", .run_args = t_kernels_agree, .ctests = kernels_agree_ctests},
     {"skin_sim", .run = t_skin_sim},
     {"skin_api", .run = t_skin_api},
     {"skin_edges", .run = t_skin_edges},
@@ -1627,5 +1667,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return tl_main("sim", cases, sizeof cases / sizeof cases[0], argc, argv);
+    static const tl_suite suite = {"sim", "sim", 3};
+    return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

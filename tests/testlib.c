@@ -114,6 +114,15 @@ void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s)
     tl_generate(tl_workload(name), n, seed, s);
 }
 
+const ns_kernel *tl_reference_kernel(void)
+{
+    for (size_t k = 0; k < ns_kernel_count(); k++)
+        if (ns_kernel_at(k)->reference == 1)
+            return ns_kernel_at(k);
+    REQUIRE(!"a kernel with reference 1 in the table");
+    return NULL;
+}
+
 const ns_kernel *tl_kernel(const char *name)
 {
     const ns_kernel *k = ns_kernel_find(name);
@@ -419,12 +428,49 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
     }
 }
 
-int tl_main(const char *suite, const tl_case *cases, size_t ncases, int argc, char **argv)
+static const tl_suite *listed_suite; /* the suite tl_ctest() lists for */
+
+void tl_ctest(const char *name, const char *label, int threads, const char *arg0,
+              const char *arg1, const char *arg2)
+{
+    const tl_suite *suite = listed_suite;
+    if (threads == 0)
+        threads = suite->threads;
+    printf("%s\t%s\t", name, label ? label : suite->label);
+    if (threads > 0)
+        printf("%d", threads);
+    else
+        printf("-");
+    const char *args[3] = {arg0, arg1, arg2};
+    for (int a = 0; a < 3 && args[a]; a++)
+        printf("\t%s", args[a]);
+    printf("\n");
+}
+
+static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncases)
+{
+    listed_suite = suite;
+    for (size_t i = 0; i < ncases; i++) {
+        if (cases[i].ctests) {
+            cases[i].ctests();
+            continue;
+        }
+        char name[200];
+        snprintf(name, sizeof name, "%s/%s", suite->name, cases[i].name);
+        tl_ctest(cases[i].ctest_name ? cases[i].ctest_name : name, cases[i].label, cases[i].threads, cases[i].name, NULL, NULL);
+    }
+}
+
+int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc, char **argv)
 {
     if (argc < 2) {
         for (size_t i = 0; i < ncases; i++)
             printf("%s\n", cases[i].name);
         return argc == 1 ? 0 : 2;
+    }
+    if (strcmp(argv[1], "--ctest") == 0 && argc == 2) {
+        list_ctests(suite, cases, ncases);
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     for (size_t i = 0; i < ncases; i++) {
         if (strcmp(argv[1], cases[i].name) != 0)
@@ -436,11 +482,12 @@ int tl_main(const char *suite, const tl_case *cases, size_t ncases, int argc, ch
         else
             break;
         char name[200];
-        snprintf(name, sizeof name, "%s/%s%s%s", suite, cases[i].name, argc > 2 ? " " : "",
-                 argc > 2 ? argv[2] : "");
+        int len = snprintf(name, sizeof name, "%s/%s", suite->name, cases[i].name);
+        for (int a = 2; a < argc && len > 0 && (size_t)len < sizeof name; a++)
+            len += snprintf(name + len, sizeof name - (size_t)len, " %s", argv[a]);
         return check_report(name);
     }
     fprintf(stderr, "%s: unknown case or arguments: %s (run without arguments for the list)\n",
-            suite, argv[1]);
+            suite->name, argv[1]);
     return 2;
 }

@@ -44,6 +44,7 @@ void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
 void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
 const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */
+const ns_kernel *tl_reference_kernel(void);       /* the table's reference 1 (naive) */
 const ns_workload *tl_workload(const char *name); /* REQUIREs it exists */
 
 float tl_radius(const ns_particles *p, size_t i);
@@ -93,13 +94,35 @@ void tl_reference(const ns_particles *p, ns_contact_list *out);
  * checked exactly between kernels by tl_lists_equal). */
 void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got, const char *what);
 
-/* A test program's cases, one ctest each: `prog CASE [ARGS...]` runs one
- * case and reports it as SUITE/CASE; `prog` alone lists the cases. */
+/* A test program's cases. `prog CASE [ARGS...]` runs one case and reports
+ * it; `prog` alone lists the case names; `prog --ctest` lists the program's
+ * ctests, one per line: name, label, OMP_NUM_THREADS ("-": unset), then the
+ * program's arguments, separated by tabs. tests/discover.cmake turns that
+ * list into the ctests when the program is built, so a case is registered
+ * once: in its program's table. */
 typedef struct tl_case {
     const char *name;
     void (*run)(void);                       /* a case without arguments, or */
     void (*run_args)(int argc, char **argv); /* one that takes them */
+    /* Its ctests when they are not the one SUITE/NAME without arguments:
+     * calls tl_ctest() for each. */
+    void (*ctests)(void);
+    const char *ctest_name; /* the name of its one ctest; NULL: SUITE/NAME */
+    const char *label;      /* its ctests' label; NULL: the suite's */
+    int threads;            /* OMP_NUM_THREADS of its ctests: 0 the suite's, -1 unset */
 } tl_case;
-int tl_main(const char *suite, const tl_case *cases, size_t ncases, int argc, char **argv);
+
+typedef struct tl_suite {
+    const char *name;  /* reports and default ctest names: SUITE/CASE */
+    const char *label; /* the ctest label of its cases */
+    int threads;       /* OMP_NUM_THREADS of its ctests; -1: unset */
+} tl_suite;
+
+/* One ctest: its name, label (NULL: the suite's), OMP_NUM_THREADS (0: the
+ * suite's, -1: unset) and the program's arguments (up to three, the case
+ * name first; NULL ends them). */
+void tl_ctest(const char *name, const char *label, int threads, const char *arg0,
+              const char *arg1, const char *arg2);
+int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc, char **argv);
 
 #endif /* NS_TESTLIB_H */

@@ -223,6 +223,8 @@ typedef struct ns_kernel {
     bool quadratic;          /* tests every pair: O(n^2) time whatever the layout */
     bool domain_memory;      /* memory grows with the domain's volume (capped by
                                 config.grid_max_bytes: NS_ERR_TOO_LARGE beyond) */
+    bool stable_order;       /* its raw (unsorted) contact order is the same at every
+                                thread count */
     int reference;           /* its part in validating the others (nsearch-bench): 1 the
                                 reference every kernel is compared with exactly; 2, 3, ...
                                 where that one is too slow: the reference is the one

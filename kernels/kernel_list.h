@@ -1,17 +1,17 @@
 /* kernel_list.h - the kernel table: one line per kernel, in the order the
  * tools list them. NS_KERNEL(name, description, parallel, uses_table_size,
- * quadratic, domain_memory, reference, bound), the fields of struct ns_kernel
+ * quadratic, domain_memory, stable_order, reference, bound), the fields of struct ns_kernel
  * (nsearch.h); the kernel's file kernels/<name>.c defines ns__<name>_ops. */
 NS_KERNEL(naive, "all pairs i<j, serial: the reference every kernel is checked against", false,
-          false, true, false, 1, false)
+          false, true, false, true, 1, false)
 NS_KERNEL(naive_omp, "all pairs i<j, rows split over OpenMP threads (dynamic schedule)", true,
-          false, true, false, 0, false)
+          false, true, false, false, 0, false)
 NS_KERNEL(grid_dense, "uniform grid over the bounding box, counting sort, 27-cell query", false,
-          false, false, true, 3, false)
+          false, false, true, true, 3, false)
 NS_KERNEL(hash_serial, "spatial hash of cells into a table, counting sort, 27-cell query", false,
-          true, false, false, 2, false)
+          true, false, false, true, 2, false)
 NS_KERNEL(hash_parallel,
           "spatial hash built with atomic counts and a parallel prefix sum, parallel query", true,
-          true, false, false, 4, false)
+          true, false, false, false, 4, false)
 NS_KERNEL(grid_sorted, "particles sorted into cell order, half stencil, vectorised test, parallel",
-          true, false, false, false, 0, true)
+          true, false, false, false, true, 0, true)

@@ -3,17 +3,17 @@
 
 #include <string.h>
 
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,        \
-                  reference, bound)                                                                \
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
+                  stable_order, reference, bound)                                                  \
     extern const ns_kernel_ops ns__##name##_ops;
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel kernels[] = {
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,        \
-                  reference, bound)                                                                \
-    {#name, description, parallel, uses_table_size, quadratic, domain_memory, reference, bound,  \
-     &ns__##name##_ops},
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
+                  stable_order, reference, bound)                                                  \
+    {#name,         description,  parallel,  uses_table_size, quadratic,                           \
+     domain_memory, stable_order, reference, bound,           &ns__##name##_ops},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };

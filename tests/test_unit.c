@@ -101,15 +101,15 @@ static void t_kernel_table(void)
     /* the documented kernels and their flags (the README's kernel table) */
     const struct {
         const char *name;
-        bool parallel, table, quadratic, domain_memory;
+        bool parallel, table, quadratic, domain_memory, stable_order;
         int reference;
         bool bound;
-    } known[] = {{"naive", false, false, true, false, 1, false},
-                 {"naive_omp", true, false, true, false, 0, false},
-                 {"grid_dense", false, false, false, true, 3, false},
-                 {"hash_serial", false, true, false, false, 2, false},
-                 {"hash_parallel", true, true, false, false, 4, false},
-                 {"grid_sorted", true, false, false, false, 0, true}};
+    } known[] = {{"naive", false, false, true, false, true, 1, false},
+                 {"naive_omp", true, false, true, false, false, 0, false},
+                 {"grid_dense", false, false, false, true, true, 3, false},
+                 {"hash_serial", false, true, false, false, true, 2, false},
+                 {"hash_parallel", true, true, false, false, false, 4, false},
+                 {"grid_sorted", true, false, false, false, true, 0, true}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ns_kernel *K = ns_kernel_find(known[i].name);
         check_set_context("documented kernel %s", known[i].name);
@@ -120,6 +120,7 @@ static void t_kernel_table(void)
         CHECK_EQ_I(K->uses_table_size, known[i].table);
         CHECK_EQ_I(K->quadratic, known[i].quadratic);
         CHECK_EQ_I(K->domain_memory, known[i].domain_memory);
+        CHECK_EQ_I(K->stable_order, known[i].stable_order);
         CHECK_EQ_I(K->reference, known[i].reference);
         CHECK_EQ_I(K->bound, known[i].bound);
     }

@@ -109,6 +109,11 @@ void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s)
     REQUIRE(st == NS_OK);
 }
 
+bool tl_affordable(const ns_workload *w, size_t n)
+{
+    return w->cache_version == 0 || n <= TL_COSTLY_MAX_N;
+}
+
 void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s)
 {
     tl_generate(tl_workload(name), n, seed, s);
@@ -451,11 +456,19 @@ static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncas
 {
     listed_suite = suite;
     for (size_t i = 0; i < ncases; i++) {
+        char name[200];
         if (cases[i].ctests) {
             cases[i].ctests();
             continue;
         }
-        char name[200];
+        if (cases[i].each_kernel) {
+            for (size_t k = 0; k < ns_kernel_count(); k++) {
+                const char *kernel = ns_kernel_at(k)->name;
+                snprintf(name, sizeof name, "%s/%s/%s", suite->name, cases[i].name, kernel);
+                tl_ctest(name, cases[i].label, cases[i].threads, cases[i].name, kernel, NULL);
+            }
+            continue;
+        }
         snprintf(name, sizeof name, "%s/%s", suite->name, cases[i].name);
         tl_ctest(cases[i].ctest_name ? cases[i].ctest_name : name, cases[i].label, cases[i].threads, cases[i].name, NULL, NULL);
     }

@@ -40,6 +40,10 @@ ns_particles tl_particles(const tl_set *s);
 /* Fills s (re-initialised to n particles) from a workload generator, with
  * one thread; REQUIREs it succeeds. */
 void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
+/* Whether a test sweeping sizes takes workload w at n: a costly workload
+ * (cache_version > 0: it runs a simulation) only up to TL_COSTLY_MAX_N. */
+#define TL_COSTLY_MAX_N 2000
+bool tl_affordable(const ns_workload *w, size_t n);
 /* The same by name. */
 void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
@@ -108,6 +112,8 @@ typedef struct tl_case {
      * calls tl_ctest() for each. */
     void (*ctests)(void);
     const char *ctest_name; /* the name of its one ctest; NULL: SUITE/NAME */
+    bool each_kernel;       /* one ctest per kernel of the table instead:
+                               SUITE/NAME/KERNEL, running `prog NAME KERNEL` */
     const char *label;      /* its ctests' label; NULL: the suite's */
     int threads;            /* OMP_NUM_THREADS of its ctests: 0 the suite's, -1 unset */
 } tl_case;

@@ -56,29 +56,13 @@ enum {
 /* The kernel a layout case tests (its argument). */
 static const ns_kernel *tested;
 
-static void poison(ns_error *err)
-{
-    err->status = (ns_status)-12345;
-    err->particle = 0xDEADBEEFu;
-    memset(err->message, 0, sizeof err->message);
-}
-
-static void copy_list(ns_contact_list *dst, const ns_contact_list *src)
-{
-    ns_error err;
-    REQUIRE(ns_contact_list_reserve(dst, src->count, &err) == NS_OK);
-    if (src->count > 0)
-        memcpy(dst->items, src->items, src->count * sizeof(ns_contact));
-    dst->count = src->count;
-}
-
 /* The raw (unsorted) list of kernel K with config.threads = threads. */
 static ns_status raw_find(const ns_kernel *K, const ns_particles *p, int threads,
                           ns_contact_list *out, ns_error *err)
 {
     ns_config cfg = ns_config_default();
     cfg.threads = threads;
-    poison(err);
+    tl_poison_error(err);
     ns_status st = ns_find_contacts(K, p, &cfg, out, err);
     if (st != NS_OK) {
         CHECK_EQ_I(err->status, st);
@@ -112,7 +96,7 @@ static void expect_count_refused(ns_index *index, const char *what)
 {
     ns_error err;
     size_t count = 12345;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_index_count(index, &count, &err);
     CHECK_MSG(st == NS_ERR_INVALID_ARGUMENT, "%s: ns_index_count returned %d (%s), count %zu", what,
               (int)st, ns_status_str(st), count);
@@ -135,7 +119,7 @@ static size_t count_ok(ns_index *index, const char *what)
 {
     ns_error err;
     size_t count = (size_t)-7;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_index_count(index, &count, &err);
     CHECK_MSG(st == NS_OK, "%s: ns_index_count returned %d (%s): %s", what, (int)st,
               ns_status_str(st), err.message);
@@ -177,7 +161,7 @@ static void expect_exact(const char *what, const ns_particles *p, int flags)
         if (st != NS_OK)
             continue;
         if (!have_first) {
-            copy_list(&first, &got);
+            tl_copy_list(&first, &got);
             have_first = 1;
         } else if (K->stable_order) {
             same_order(&first, &got, "threads=1 vs this thread count");
@@ -211,7 +195,7 @@ static void expect_exact(const char *what, const ns_particles *p, int flags)
         if (can)
             CHECK_EQ_U(count_ok(index, "count before the query"), ref.count);
         for (int q = 0; q < 2; q++) {
-            poison(&err);
+            tl_poison_error(&err);
             CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
             if (have_first && K->stable_order)
                 same_order(&first, &got, q ? "second query of one build" : "index query");
@@ -250,15 +234,6 @@ static void expect_exact_uniform(const char *what, const tl_set *s, float r, int
 }
 
 /* ---- particle set builders ---- */
-
-static void add_particle(tl_set *s, float x, float y, float z, float r)
-{
-    tl_set one;
-    tl_set_init(&one, 1);
-    tl_set_put(&one, 0, x, y, z, r);
-    tl_set_append(s, &one);
-    tl_set_free(&one);
-}
 
 /* An L^3 lattice at origin o with the given spacing, each point moved by up
  * to +-jitter per axis (computed in double, rounded once to float); radii
@@ -373,23 +348,23 @@ static void t_far_particles(int argc, char **argv)
     /* far particles, r = 0.5 (cell 1); pairs that touch far away too */
     tl_set far;
     tl_set_init(&far, 0);
-    add_particle(&far, 1e4f, 0.25f, 0.5f, 0.5f);
-    add_particle(&far, -1e4f, 3.0f, -2.0f, 0.5f);
-    add_particle(&far, 0.5f, -1e5f, 0.5f, 0.5f);
-    add_particle(&far, 5.0f, 5.0f, 1e5f, 0.5f);
-    add_particle(&far, -1e6f, -1e6f, -1e6f, 0.5f);
-    add_particle(&far, 1e6f, -1e6f, 1e6f, 0.5f);
-    add_particle(&far, 1e6f + 0.5f, -1e6f, 1e6f, 0.5f);     /* touches the previous one */
-    add_particle(&far, 1e6f + 0.75f, -1e6f, 1e6f, 0.5f);    /* and both of them */
-    add_particle(&far, 1e6f - 0.9375f, -1e6f, 1e6f, 0.25f); /* touches (1e6, ..) only */
-    add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f);
-    add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f); /* coincident */
-    add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f);
-    add_particle(&far, -1e7f, 1.0f, 0.0f, 0.5f); /* exactly touching: no contact */
-    add_particle(&far, 1e7f, 1e7f, -1e7f, 0.5f);
-    add_particle(&far, 0.5f, 1e7f, 0.5f, 0.5f);
-    add_particle(&far, -3e6f, 2e6f, -7e6f, 0.5f);
-    add_particle(&far, -3e6f, 2e6f, -7e6f + 0.5f, 0.5f);
+    tl_add_particle(&far, 1e4f, 0.25f, 0.5f, 0.5f);
+    tl_add_particle(&far, -1e4f, 3.0f, -2.0f, 0.5f);
+    tl_add_particle(&far, 0.5f, -1e5f, 0.5f, 0.5f);
+    tl_add_particle(&far, 5.0f, 5.0f, 1e5f, 0.5f);
+    tl_add_particle(&far, -1e6f, -1e6f, -1e6f, 0.5f);
+    tl_add_particle(&far, 1e6f, -1e6f, 1e6f, 0.5f);
+    tl_add_particle(&far, 1e6f + 0.5f, -1e6f, 1e6f, 0.5f);     /* touches the previous one */
+    tl_add_particle(&far, 1e6f + 0.75f, -1e6f, 1e6f, 0.5f);    /* and both of them */
+    tl_add_particle(&far, 1e6f - 0.9375f, -1e6f, 1e6f, 0.25f); /* touches (1e6, ..) only */
+    tl_add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f);
+    tl_add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f); /* coincident */
+    tl_add_particle(&far, -1e7f, 0.0f, 0.0f, 0.5f);
+    tl_add_particle(&far, -1e7f, 1.0f, 0.0f, 0.5f); /* exactly touching: no contact */
+    tl_add_particle(&far, 1e7f, 1e7f, -1e7f, 0.5f);
+    tl_add_particle(&far, 0.5f, 1e7f, 0.5f, 0.5f);
+    tl_add_particle(&far, -3e6f, 2e6f, -7e6f, 0.5f);
+    tl_add_particle(&far, -3e6f, 2e6f, -7e6f + 0.5f, 0.5f);
 
     expect_exact_set("far particles alone (n=17, 1e4..1e7 cells)", &far, OWN_REFERENCE);
 
@@ -419,10 +394,10 @@ static void t_far_particles(int argc, char **argv)
         tl_set_init(&s, 0);
         add_block(&s, 13, -400.3, -200.1, -300.7, 0.45, 0.1, 0.2f, 0.5f, &rng);
         float D = (float)dists[d];
-        add_particle(&s, -D, -D, -D, 0.5f);
-        add_particle(&s, D, -D, 0.0f, 0.5f);
-        add_particle(&s, -D, D + 0.5f, -D, 0.5f);
-        add_particle(&s, -D, D, -D, 0.5f);
+        tl_add_particle(&s, -D, -D, -D, 0.5f);
+        tl_add_particle(&s, D, -D, 0.0f, 0.5f);
+        tl_add_particle(&s, -D, D + 0.5f, -D, 0.5f);
+        tl_add_particle(&s, -D, D, -D, 0.5f);
         char what[160];
         snprintf(what, sizeof what,
                  "negative block of 2197 + 4 particles %.0e cells away (negative too)", dists[d]);
@@ -434,9 +409,9 @@ static void t_far_particles(int argc, char **argv)
     tl_set u;
     tl_generate(tl_workload("uniform"), 3000, 7, &u);
     float ru = u.radius[0];
-    add_particle(&u, -1e5f, 0, 0, ru);
-    add_particle(&u, 3e6f, -3e6f, 0, ru);
-    add_particle(&u, 3e6f, -3e6f, 0, ru);
+    tl_add_particle(&u, -1e5f, 0, 0, ru);
+    tl_add_particle(&u, 3e6f, -3e6f, 0, ru);
+    tl_add_particle(&u, 3e6f, -3e6f, 0, ru);
     expect_exact_set("uniform n=3000 + 3 far particles", &u, 0);
     expect_exact_uniform("uniform n=3000 + 3 far particles", &u, ru, 0);
     tl_set_free(&u);
@@ -450,9 +425,9 @@ static void t_far_particles(int argc, char **argv)
         tl_set_init(&s, 0);
         tl_set_append(&s, &block);
         float D = (float)steps[k];
-        add_particle(&s, D, D, D, 0.5f);
-        add_particle(&s, D + 0.4f, D, D, 0.5f); /* a contact out there */
-        add_particle(&s, -D, 0.3f, -D, 0.5f);
+        tl_add_particle(&s, D, D, D, 0.5f);
+        tl_add_particle(&s, D + 0.4f, D, D, 0.5f); /* a contact out there */
+        tl_add_particle(&s, -D, 0.3f, -D, 0.5f);
         char what[160];
         snprintf(what, sizeof what, "block of 1728, particles at +-%g on the diagonal", steps[k]);
         expect_exact_set(what, &s, 0);
@@ -528,19 +503,19 @@ static void t_sparse_spread(int argc, char **argv)
                 float x = (float)((double)tl_rng_float(&rng, -0.5f, 0.5f) * S);
                 float y = (float)((double)tl_rng_float(&rng, -0.5f, 0.5f) * S);
                 float z = (float)((double)tl_rng_float(&rng, -0.5f, 0.5f) * S);
-                add_particle(&s, x, y, z, r);
+                tl_add_particle(&s, x, y, z, r);
                 if (i % 8 == 0) {
                     float r2 = mixed ? tl_rng_float(&rng, 0.1f, 0.5f) : 0.5f;
                     float reach = 0.9f * (r + r2);
-                    add_particle(&s, x + tl_rng_float(&rng, -reach, reach) / 1.8f,
+                    tl_add_particle(&s, x + tl_rng_float(&rng, -reach, reach) / 1.8f,
                                  y + tl_rng_float(&rng, -reach, reach) / 1.8f,
                                  z + tl_rng_float(&rng, -reach, reach) / 1.8f, r2);
                 }
                 if (i % 50 == 0) {
                     float bx = floorf(x) + 0.8f;
-                    add_particle(&s, bx, y, z, 0.5f);
-                    add_particle(&s, bx + 0.35f, y, z, 0.5f);
-                    add_particle(&s, bx + 0.7f, y, z, 0.5f);
+                    tl_add_particle(&s, bx, y, z, 0.5f);
+                    tl_add_particle(&s, bx + 0.35f, y, z, 0.5f);
+                    tl_add_particle(&s, bx + 0.7f, y, z, 0.5f);
                 }
             }
             char what[160];
@@ -593,25 +568,25 @@ static void t_straddle_zero(int argc, char **argv)
                     float x = (float)a * r, y = (float)b * r, z = (float)c * r;
                     if (a == 0 && b == 0)
                         x = -0.0f; /* -0 on a cell boundary */
-                    add_particle(&s, x, y, z, r);
+                    tl_add_particle(&s, x, y, z, r);
                 }
         /* particles around 0 at the smallest scales */
-        add_particle(&s, -1e-30f, 0.0f, 0.0f, r);
-        add_particle(&s, 1e-30f, -0.0f, 0.0f, r);
-        add_particle(&s, -1.4e-45f, -1.4e-45f, -1.4e-45f, r);
-        add_particle(&s, 1.4e-45f, 1.4e-45f, 1.4e-45f, r);
-        add_particle(&s, -0.0f, -0.0f, -0.0f, r);
-        add_particle(&s, 2 * r, -2 * r, -0.0f, r);
-        add_particle(&s, nextafterf(2 * r, 0), nextafterf(-2 * r, 0), 0.0f, r);
-        add_particle(&s, nextafterf(-2 * r, -1), nextafterf(2 * r, 1), 0.0f, r);
+        tl_add_particle(&s, -1e-30f, 0.0f, 0.0f, r);
+        tl_add_particle(&s, 1e-30f, -0.0f, 0.0f, r);
+        tl_add_particle(&s, -1.4e-45f, -1.4e-45f, -1.4e-45f, r);
+        tl_add_particle(&s, 1.4e-45f, 1.4e-45f, 1.4e-45f, r);
+        tl_add_particle(&s, -0.0f, -0.0f, -0.0f, r);
+        tl_add_particle(&s, 2 * r, -2 * r, -0.0f, r);
+        tl_add_particle(&s, nextafterf(2 * r, 0), nextafterf(-2 * r, 0), 0.0f, r);
+        tl_add_particle(&s, nextafterf(-2 * r, -1), nextafterf(2 * r, 1), 0.0f, r);
         char what[160];
         snprintf(what, sizeof what, "lattice at multiples of r = %g from -12r to 12r", (double)r);
         expect_exact_set(what, &s, OWN_REFERENCE);
         expect_exact_uniform(what, &s, r, 0);
         /* the same with far particles: the sparse layout */
-        add_particle(&s, 1e7f, -1e7f, 1e7f, r);
-        add_particle(&s, -1e7f, 1e7f, -1e7f, r);
-        add_particle(&s, -1e7f, 1e7f, -1e7f, r);
+        tl_add_particle(&s, 1e7f, -1e7f, 1e7f, r);
+        tl_add_particle(&s, -1e7f, 1e7f, -1e7f, r);
+        tl_add_particle(&s, -1e7f, 1e7f, -1e7f, r);
         snprintf(what, sizeof what,
                  "lattice at multiples of r = %g from -12r to 12r + 3 far particles", (double)r);
         expect_exact_set(what, &s, OWN_REFERENCE);
@@ -631,7 +606,7 @@ static void t_straddle_zero(int argc, char **argv)
     }
     expect_exact_set("4000 on a 1/8 grid in [-8, 8)^3, r in {1,2,3,4}/8", &s, OWN_REFERENCE);
     expect_exact_uniform("4000 on a 1/8 grid in [-8, 8)^3", &s, 0.25f, 0);
-    add_particle(&s, -4e6f, 0.0f, 4e6f, 0.5f);
+    tl_add_particle(&s, -4e6f, 0.0f, 4e6f, 0.5f);
     expect_exact_set("4000 on a 1/8 grid in [-8, 8)^3 + a particle at (-4e6, 0, 4e6)", &s, 0);
     tl_set_free(&s);
 }
@@ -661,7 +636,7 @@ static void t_crowded_one_cell(int argc, char **argv)
             expect_exact_uniform(what, &s, 0.5f, 0);
         }
         if (o == 1) {
-            add_particle(&s, 5e6f, 5e6f, -5e6f, 0.5f);
+            tl_add_particle(&s, 5e6f, 5e6f, -5e6f, 0.5f);
             snprintf(what, sizeof what,
                      "3000 in one cell at (-1, -1, -1) + a particle at 5e6, mixed radii");
             expect_exact_set(what, &s, 0);
@@ -739,7 +714,7 @@ static void t_crowded_neighbours(int argc, char **argv)
         } else {
             expect_exact_set("two crowded cells (1200 each) in a lattice of 1000, mixed radii", &s,
                              OWN_REFERENCE);
-            add_particle(&s, -2e6f, 1e6f, 3e6f, 0.5f);
+            tl_add_particle(&s, -2e6f, 1e6f, 3e6f, 0.5f);
             expect_exact_set("two crowded cells in a lattice of 1000 + a far particle", &s, 0);
         }
         tl_set_free(&crowd);
@@ -951,7 +926,7 @@ static void t_count_errors(int argc, char **argv)
 
         check_set_context("kernel %s: count with a NULL count pointer", K->name);
         CHECK_STATUS(ns_index_build(index, &good, &err), NS_OK, &err);
-        poison(&err);
+        tl_poison_error(&err);
         CHECK_STATUS(ns_index_count(index, NULL, &err), NS_ERR_INVALID_ARGUMENT, &err);
         CHECK_EQ_I(err.status, NS_ERR_INVALID_ARGUMENT);
         CHECK(err.message[0] != '\0');
@@ -967,7 +942,7 @@ static void t_count_errors(int argc, char **argv)
         check_set_context("kernel %s: count after a failed build (NaN y of particle 17) that "
                           "followed a good build",
                           K->name);
-        poison(&err);
+        tl_poison_error(&err);
         CHECK_STATUS(ns_index_build(index, &bad, &err), NS_ERR_INVALID_INPUT, &err);
         expect_count_refused(index, "after a failed build");
         check_set_context("kernel %s: a good build after the failed one", K->name);
@@ -1003,7 +978,7 @@ static void t_count_errors(int argc, char **argv)
     }
     check_set_context("NULL index");
     count = 99;
-    poison(&err);
+    tl_poison_error(&err);
     CHECK_STATUS(ns_index_count(NULL, &count, &err), NS_ERR_INVALID_ARGUMENT, &err);
     CHECK_EQ_I(err.status, NS_ERR_INVALID_ARGUMENT);
     CHECK(err.message[0] != '\0');
@@ -1123,7 +1098,7 @@ static void t_count_max_contacts(int argc, char **argv)
                     if (can)
                         CHECK_EQ_U(count_ok(index, "count before the query"), C);
                     ns_status want = limits[l] < C ? NS_ERR_TOO_MANY_CONTACTS : NS_OK;
-                    poison(&err);
+                    tl_poison_error(&err);
                     ns_status st = ns_index_query(index, &got, &err);
                     CHECK_STATUS(st, want, &err);
                     if (st == NS_OK)

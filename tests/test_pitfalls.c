@@ -59,15 +59,6 @@ static size_t lattice_axis_contacts(size_t L)
     return 3 * L * L * (L - 1);
 }
 
-static void add_particle(tl_set *s, float x, float y, float z, float r)
-{
-    tl_set one;
-    tl_set_init(&one, 1);
-    tl_set_put(&one, 0, x, y, z, r);
-    tl_set_append(s, &one);
-    tl_set_free(&one);
-}
-
 /* Runs every kernel (find and index paths) on p and checks the result.
  * Returns the number of dense-grid refusals (with ALLOW_DENSE_TOO_LARGE). */
 static int expect_all(const char *what, const ns_particles *p, const ns_config *cfg,
@@ -317,7 +308,7 @@ static void add_chain(tl_set *s)
      * gaps of two steps (1.2, 1.5, 1.5) are not contacts. */
     const float z[] = {-0.9f, -0.3f, 0.3f, 1.2f, 1.8f};
     for (size_t i = 0; i < 5; i++)
-        add_particle(s, 0.5f, 0.5f, z[i], 0.5f);
+        tl_add_particle(s, 0.5f, 0.5f, z[i], 0.5f);
 }
 
 static void t_hash_table_sizes(void)
@@ -528,7 +519,7 @@ static void t_zero_radii(void)
     tl_set big;
     tl_set_init(&big, 0);
     add_lattice(&big, 9, -4.0, -4.0, -4.0, 1.0, 0.0f);
-    add_particle(&big, 0.3f, -0.2f, 0.1f, 2.0f);
+    tl_add_particle(&big, 0.3f, -0.2f, 0.1f, 2.0f);
     expect_set("r=2 among a zero-radius lattice", &big, NULL, ANY_COUNT, 0);
     tl_set_free(&z);
     tl_set_free(&m);
@@ -541,22 +532,22 @@ static void t_radii_100_to_1(void)
     /* big r = 5, small r = 0.05 (cell 10 from the largest radius) */
     tl_set s;
     tl_set_init(&s, 0);
-    add_particle(&s, 0.0f, 0.0f, 0.0f, 5.0f);
+    tl_add_particle(&s, 0.0f, 0.0f, 0.0f, 5.0f);
     const float a = 5.04f; /* < 5.05: contact */
     for (int ax = 0; ax < 3; ax++)
         for (int sg = -1; sg <= 1; sg += 2) {
             float v[3] = {0.0f, 0.0f, 0.0f};
             v[ax] = (float)sg * a;
-            add_particle(&s, v[0], v[1], v[2], 0.05f);
+            tl_add_particle(&s, v[0], v[1], v[2], 0.05f);
         }
     const float d = (float)(5.07 / sqrt(3.0)); /* |v| = 5.07 > 5.05: no contact */
     for (int sx = -1; sx <= 1; sx += 2)
         for (int sy = -1; sy <= 1; sy += 2)
             for (int sz = -1; sz <= 1; sz += 2)
-                add_particle(&s, (float)sx * d, (float)sy * d, (float)sz * d, 0.05f);
+                tl_add_particle(&s, (float)sx * d, (float)sy * d, (float)sz * d, 0.05f);
     add_lattice(&s, 5, 20.0, 20.0, 20.0, 0.09, 0.05f); /* 0.09 < 0.1 < 0.127 */
-    add_particle(&s, 0.0f, 0.0f, -30.0f, 5.0f);        /* two bigs 9.5 apart */
-    add_particle(&s, 0.0f, 0.0f, -20.5f, 5.0f);
+    tl_add_particle(&s, 0.0f, 0.0f, -30.0f, 5.0f);        /* two bigs 9.5 apart */
+    tl_add_particle(&s, 0.0f, 0.0f, -20.5f, 5.0f);
     expect_set("radii 100:1 by construction", &s, NULL, 6 + lattice_axis_contacts(5) + 1, 0);
     tl_set_free(&s);
 

@@ -60,22 +60,6 @@ ns_status ns__sim_settled_piles(size_t n, uint64_t seed, int threads, size_t blo
 
 /* ---- helpers ---- */
 
-static void poison(ns_error *err)
-{
-    err->status = (ns_status)-12345;
-    err->particle = 0xDEADBEEFu;
-    memset(err->message, 0, sizeof err->message);
-}
-
-static void copy_list(ns_contact_list *dst, const ns_contact_list *src)
-{
-    ns_error err;
-    REQUIRE(ns_contact_list_reserve(dst, src->count, &err) == NS_OK);
-    if (src->count)
-        memcpy(dst->items, src->items, src->count * sizeof *src->items);
-    dst->count = src->count;
-}
-
 /* A layout spawned for the simulation. */
 typedef struct spawned {
     tl_set s;
@@ -105,7 +89,7 @@ static ns_sim *make_sim(const ns_kernel *K, int threads, const ns_sim_params *pr
     cfg.threads = threads;
     ns_sim *sim = NULL;
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_sim_create(K, &cfg, prm, s->n, s->pos, s->radius, &sim, &err);
     if (st != NS_OK)
         fprintf(stderr, "ns_sim_create(%s): %s: %s\n", K->name, ns_status_str(st), err.message);
@@ -117,7 +101,7 @@ static ns_sim *make_sim(const ns_kernel *K, int threads, const ns_sim_params *pr
 static void step(ns_sim *sim, ns_sim_frame *frame)
 {
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_sim_step(sim, frame, &err);
     CHECK_STATUS(st, NS_OK, &err);
     REQUIRE(st == NS_OK);
@@ -427,7 +411,7 @@ static void t_settled(void)
     tl_set_init(&c, n);
     ns_error err;
     check_set_context("ns_sim_settled(%zu, 1), threads 1", n);
-    poison(&err);
+    tl_poison_error(&err);
     CHECK_STATUS(ns_sim_settled(n, 1, 1, a.pos, a.radius, &err), NS_OK, &err);
     check_set_context("ns_sim_settled(%zu, 1), threads 3", n);
     CHECK_STATUS(ns_sim_settled(n, 1, 3, b.pos, b.radius, &err), NS_OK, &err);
@@ -466,7 +450,7 @@ static void t_settled(void)
         tl_set_free(&g);
     }
     check_set_context("ns_workload_generate(unknown name)");
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_workload_generate("tornado", 10, 1, 1, c.pos, c.radius, &err);
     CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
     tl_check_error(st, &err);
@@ -526,8 +510,8 @@ static int same_frame(const ns_sim *a, const ns_sim *b, ns_contact_list *ca, ns_
     }
     if (ca == NULL)
         return ok;
-    copy_list(ca, ns_sim_contacts(a));
-    copy_list(cb, ns_sim_contacts(b));
+    tl_copy_list(ca, ns_sim_contacts(a));
+    tl_copy_list(cb, ns_sim_contacts(b));
     ns_contact_list_sort(ca);
     ns_contact_list_sort(cb);
     if (!tl_lists_equal(ca, cb, what))
@@ -631,7 +615,7 @@ static void t_kernels_agree(int argc, char **argv)
         ns_config cfg = ns_config_default();
         cfg.threads = 3;
         ns_error err;
-        poison(&err);
+        tl_poison_error(&err);
         check_set_context("kernels_agree %s: ns_sim_create(%s)", layout, K->name);
         ns_status st = ns_sim_create(K, &cfg, &prm, n, sp.s.pos, sp.s.radius, &sims[k], &err);
         if (st == NS_ERR_TOO_LARGE && K->domain_memory) {
@@ -659,7 +643,7 @@ static void t_kernels_agree(int argc, char **argv)
             const ns_kernel *K = ns_kernel_at(k);
             check_set_context("kernels_agree %s: %s frame %zu", layout, K->name, f);
             ns_error err;
-            poison(&err);
+            tl_poison_error(&err);
             ns_sim_frame fk;
             ns_status st = ns_sim_step(sims[k], &fk, &err);
             if (st == NS_ERR_TOO_LARGE && K->domain_memory) {
@@ -794,9 +778,9 @@ static ns_status skin_vs_naive(ns_skin *sk, const ns_particles *p, ns_contact_li
                                ns_contact_list *got, const char *what)
 {
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     REQUIRE(tl_find(tl_kernel("naive"), p, NULL, ref, &err) == NS_OK);
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_skin_search(sk, p, got, &err);
     CHECK_STATUS(st, NS_OK, &err);
     if (st == NS_OK) {
@@ -820,7 +804,7 @@ static void skin_sequence(const char *workload, size_t n0, uint64_t seed, const 
     cfg.threads = threads;
     ns_skin *sk = NULL;
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     check_set_context("skin %s %s n=%zu skin %g", workload, kernel, n0, (double)skin);
     REQUIRE(ns_skin_create(tl_kernel(kernel), &cfg, skin, &sk, &err) == NS_OK);
     REQUIRE(sk != NULL);
@@ -948,7 +932,7 @@ static void t_skin_edges(void)
     for (size_t b = 0; b < sizeof bad_skins / sizeof bad_skins[0]; b++) {
         check_set_context("ns_skin_create(skin %g)", (double)bad_skins[b]);
         sk = (ns_skin *)&err; /* not NULL */
-        poison(&err);
+        tl_poison_error(&err);
         ns_status st = ns_skin_create(K, NULL, bad_skins[b], &sk, &err);
         CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
         tl_check_error(st, &err);
@@ -982,7 +966,7 @@ static void t_skin_edges(void)
     skin_vs_naive(sk, &p, &ref, &got, "first search");
     float keep = s.pos[3 * 417 + 1];
     s.pos[3 * 417 + 1] = NAN;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_skin_search(sk, &p, &got, &err);
     CHECK_STATUS(st, NS_ERR_INVALID_INPUT, &err);
     tl_check_error(st, &err);
@@ -1104,7 +1088,7 @@ static void t_skin_edges(void)
     REQUIRE(found);
     ns_particles pm = tl_particles(&moved);
     check_set_context("max_contacts %zu, a small move to %zu contacts (reuse path)", c0, ref.count);
-    poison(&err);
+    tl_poison_error(&err);
     st = ns_skin_search(sk, &pm, &got, &err);
     CHECK_STATUS(st, NS_ERR_TOO_MANY_CONTACTS, &err);
     tl_check_error(st, &err);
@@ -1115,7 +1099,7 @@ static void t_skin_edges(void)
     s.radius[0] *= 1.5f;
     REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
     check_set_context("max_contacts %zu, a rebuild with %zu contacts", c0, ref.count);
-    poison(&err);
+    tl_poison_error(&err);
     st = ns_skin_search(sk, &p, &got, &err);
     if (ref.count > c0)
         CHECK_STATUS(st, NS_ERR_TOO_MANY_CONTACTS, &err);
@@ -1127,7 +1111,7 @@ static void t_skin_edges(void)
     REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
     REQUIRE(ref.count > c0);
     check_set_context("max_contacts %zu, compressed to %zu contacts", c0, ref.count);
-    poison(&err);
+    tl_poison_error(&err);
     st = ns_skin_search(sk, &p, &got, &err);
     CHECK_STATUS(st, NS_ERR_TOO_MANY_CONTACTS, &err);
     CHECK_EQ_U(got.count, 0);
@@ -1161,7 +1145,7 @@ static void t_skin_limits(void)
         if (skins[k] <= 1.0f) {
             skin_vs_naive(sk, &p, &ref, &got, "skin = the diameter");
         } else {
-            poison(&err);
+            tl_poison_error(&err);
             ns_status st = ns_skin_search(sk, &p, &got, &err);
             CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
             tl_check_error(st, &err);
@@ -1264,7 +1248,7 @@ static void t_skin_limits(void)
         ns_error ref_err;
         CHECK_STATUS(tl_find(tl_kernel("naive"), &p, &cfg, &ref, &ref_err),
                      NS_ERR_TOO_MANY_CONTACTS, &ref_err);
-        poison(&err);
+        tl_poison_error(&err);
         CHECK_STATUS(ns_skin_search(sk, &p, &got, &err), NS_ERR_TOO_MANY_CONTACTS, &err);
         CHECK_MSG(strcmp(err.message, ref_err.message) == 0, "\"%s\" != naive's \"%s\"",
                   err.message, ref_err.message);
@@ -1297,7 +1281,7 @@ static void t_skin_limits(void)
             ns_particles pm = tl_particles(&moved);
             ns_error ref_e;
             ns_status want = tl_find(tl_kernel("naive"), &pm, &cfg, &ref, &ref_e);
-            poison(&err);
+            tl_poison_error(&err);
             st = ns_skin_search(sk, &pm, &got, &err);
             CHECK_STATUS(st, want, &err);
             if (st == NS_OK && want == NS_OK) {
@@ -1413,7 +1397,7 @@ static void expect_create_fails_at(const char *what, const ns_kernel *K, const n
 {
     check_set_context("ns_sim_create: %s", what);
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     ns_sim *sim = (ns_sim *)&err; /* not NULL: must be set to NULL */
     ns_status st = ns_sim_create(K, NULL, prm, n, pos, radius, &sim, &err);
     CHECK_STATUS(st, want, &err);
@@ -1518,7 +1502,7 @@ static void t_errors(void)
 
     check_set_context("ns_sim_create: NULL out");
     ns_error err;
-    poison(&err);
+    tl_poison_error(&err);
     ns_status st = ns_sim_create(K, NULL, &good, s.n, s.pos, s.radius, NULL, &err);
     CHECK_STATUS(st, ARG, &err);
     tl_check_error(st, &err);
@@ -1552,7 +1536,7 @@ static void t_settled_tiles(void)
     tl_set_init(&b, n);
     ns_error err;
     check_set_context("ns__sim_settled_piles(%zu, block %zu), threads 1", n, block);
-    poison(&err);
+    tl_poison_error(&err);
     CHECK_STATUS(ns__sim_settled_piles(n, 4, 1, block, a.pos, a.radius, &err), NS_OK, &err);
     CHECK(all_finite(a.pos, 3 * n) && all_finite(a.radius, n));
     check_set_context("ns__sim_settled_piles(%zu, block %zu), threads 3", n, block);

@@ -991,13 +991,6 @@ static void t_concurrent_searches(int argc, char **argv)
 
 /* ---- every public function with NULL pointers ---- */
 
-static void poison(ns_error *err)
-{
-    err->status = (ns_status)-12345;
-    err->particle = 0xDEADBEEFu;
-    snprintf(err->message, sizeof err->message, "a stale message");
-}
-
 /* Valid objects for the other arguments of the calls below. */
 static struct {
     const ns_kernel *kernel;
@@ -1139,7 +1132,7 @@ static void t_null_table(int argc, char **argv)
     for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
         for (int with_err = 1; with_err >= 0; with_err--) {
             check_set_context("%s, ns_error %s", calls[c].what, with_err ? "given" : "NULL");
-            poison(&err);
+            tl_poison_error(&err);
             fx.out_index = (ns_index *)&err, fx.out_skin = (ns_skin *)&err;
             fx.out_sim = (ns_sim *)&err; /* not NULL: a failure sets them to NULL */
             ns_status st = calls[c].run(with_err ? &err : NULL);
@@ -1255,7 +1248,7 @@ static void t_err_cleared(int argc, char **argv)
     ns_error err;
 #define CLEARED(call)                                                                              \
     do {                                                                                           \
-        poison(&err);                                                                              \
+        tl_poison_error(&err);                                                                              \
         err.line = 12;                                                                             \
         expect_cleared(#call, (call), &err);                                                       \
     } while (0)
@@ -1328,7 +1321,7 @@ static void expect_threads_refused(int threads, const char *says)
             continue; /* a serial kernel does not use OpenMP's default */
         check_set_context("threads %d: kernel %s", threads, K->name);
         ns_index *index = (ns_index *)&err;
-        poison(&err);
+        tl_poison_error(&err);
         CHECK_STATUS(ns_index_create(K, &cfg, &index, &err), NS_ERR_INVALID_ARGUMENT, &err);
         CHECK_STR_CONTAINS(err.message, says);
         CHECK(index == NULL);

@@ -87,6 +87,24 @@ void tl_set_append(tl_set *a, const tl_set *b)
     *a = c;
 }
 
+void tl_add_particle(tl_set *s, float x, float y, float z, float r)
+{
+    tl_set one;
+    tl_set_init(&one, 1);
+    tl_set_put(&one, 0, x, y, z, r);
+    tl_set_append(s, &one);
+    tl_set_free(&one);
+}
+
+void tl_copy_list(ns_contact_list *dst, const ns_contact_list *src)
+{
+    ns_error err;
+    REQUIRE(ns_contact_list_reserve(dst, src->count, &err) == NS_OK);
+    if (src->count > 0)
+        memcpy(dst->items, src->items, src->count * sizeof(ns_contact));
+    dst->count = src->count;
+}
+
 ns_particles tl_particles(const tl_set *s)
 {
     ns_particles p;
@@ -203,7 +221,7 @@ static void check_failure_contract(ns_status st, const ns_error *err,
                   err->particle, ns_status_str(st));
 }
 
-static void poison_error(ns_error *err)
+void tl_poison_error(ns_error *err)
 {
     err->status = (ns_status)-12345;
     err->particle = 0xDEADBEEFu;
@@ -216,7 +234,7 @@ ns_status tl_find(const ns_kernel *k, const ns_particles *p, const ns_config *cf
     ns_error local;
     if (err == NULL)
         err = &local;
-    poison_error(err);
+    tl_poison_error(err);
     ns_status st = ns_find_contacts(k, p, cfg, contacts, err);
     if (st == NS_OK)
         ns_contact_list_sort(contacts);
@@ -231,7 +249,7 @@ ns_status tl_find_index(const ns_kernel *k, const ns_particles *p, const ns_conf
     ns_error local;
     if (err == NULL)
         err = &local;
-    poison_error(err);
+    tl_poison_error(err);
     ns_index *index = NULL;
     ns_status st = ns_index_create(k, cfg, &index, err);
     if (st != NS_OK) {

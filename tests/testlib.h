@@ -35,6 +35,13 @@ void tl_set_free(tl_set *s);
 void tl_set_put(tl_set *s, size_t i, float x, float y, float z, float r);
 /* Appends the particles of b to a (a grows). */
 void tl_set_append(tl_set *a, const tl_set *b);
+/* Appends one particle to s. */
+void tl_add_particle(tl_set *s, float x, float y, float z, float r);
+/* dst = a copy of src's contacts (dst grows as needed). */
+void tl_copy_list(ns_contact_list *dst, const ns_contact_list *src);
+/* Fills err with values no call leaves there, so a call that forgets to
+ * set it is seen. */
+void tl_poison_error(ns_error *err);
 /* Per-particle radii view of the set. */
 ns_particles tl_particles(const tl_set *s);
 /* Fills s (re-initialised to n particles) from a workload generator, with

@@ -195,19 +195,6 @@ compare_mode() {
     log "comparison: $out/compare.txt, compare.tsv, compare.png, compare.svg"
 }
 
-# A settled pile of n particles from the cache (made once): prints its path.
-settled_file() {
-    local n=$1 f
-    f="$CACHE/settled-v$(settled_version)-n$n-seed1.csv"
-    if [ ! -s "$f" ]; then
-        mkdir -p "$CACHE"
-        build/release/nsearch gen --workload settled --n "$n" --seed 1 --output "$f" ||
-            die "could not make the settled pile of $n particles"
-    fi
-    echo "$f"
-}
-settled_version() { sed -n 's/^#define NS_SETTLED_VERSION \([0-9]*\).*/\1/p' include/nsearch.h; }
-
 # --sim: frames per second of the simulation, per kernel and n, from settled piles.
 sim_mode() {
     local kernels="" max_n=100000 runs=5 skin=0.1 gif_n=5000
@@ -230,51 +217,15 @@ sim_mode() {
     [ "$runs" -ge 1 ] || die "--runs must be at least 1"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
-    local tool=build/release/nsearch all k
-    all=$("$tool" kernels | awk '{ print $1 }')
-    if [ -z "$kernels" ]; then
-        kernels=$(printf '%s\n' $all grid_sorted+skin | paste -sd, -)
-    fi
-    for k in ${kernels//,/ }; do
-        printf '%s\n' $all | grep -qx "${k%+skin}" || die "unknown kernel '$k' in --kernels"
-    done
-    local dir host threads
-    host=$(hostname)
+    local tool=build/release/nsearch dir threads
     threads=$(nproc)
     dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-sim"
     mkdir -p "$dir/figures"
     local tsv="$dir/sim.tsv" start=$SECONDS
-    printf 'kernel\tthreads\tskin\tn\trun\tframes\tfps\tsearch_ms\tresolve_ms\tintegrate_ms\tcontacts_per_frame\trebuilds\thost\n' >"$tsv.tmp"
-    log "simulation sweep into $dir: kernels $kernels, n up to $max_n, $runs runs, $threads threads"
-    local n sizes=(100 200 500 1000 2000 5000 10000 20000 50000 100000 200000 500000 1000000)
-    for n in "${sizes[@]}"; do
-        [ "$n" -le "$max_n" ] || continue
-        local input frames
-        input=$(settled_file "$n")
-        # at least 50 frames and about 500,000 particle-frames per run
-        frames=$((500000 / n)); [ $frames -lt 50 ] && frames=50; [ $frames -gt 2000 ] && frames=2000
-        for k in ${kernels//,/ }; do
-            local kernel=${k%+skin} s=0
-            [ "$k" != "$kernel" ] && s=$skin
-            case "$kernel" in naive*) [ "$n" -le 20000 ] || continue ;; esac
-            local run
-            for run in $(seq 1 "$runs"); do
-                local stats
-                stats=$("$tool" sim --input "$input" --kernel "$kernel" --frames "$frames" \
-                    --threads "$threads" --skin "$s" --stats 2>&1 >/dev/null) ||
-                    die "nsearch sim failed: $kernel n=$n: $stats"
-                printf '%s\n' "$stats" | awk -v k="$kernel" -v t="$threads" -v s="$s" -v n="$n" \
-                    -v r="$run" -v h="$host" -F'  +' '
-                    { v[$1] = $2 }
-                    END { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k, t, s, n, r,
-                          v["frames"], v["fps"], v["search ms"], v["resolve ms"], v["integrate ms"],
-                          v["contacts/frame"], v["searches rebuilt"], h }' >>"$tsv.tmp"
-            done
-            log "$(printf '%-17s n=%-8s %s' "$k" "$n" "$(awk -F'\t' -v k="$kernel" -v s="$s" -v n="$n" \
-                '$1 == k && $3 == s && $4 == n { printf "%s fps ", $7 }' "$tsv.tmp")")"
-        done
-    done
-    mv "$tsv.tmp" "$tsv"
+    log "simulation sweep into $dir: kernels ${kernels:-all and grid_sorted+skin}, n up to $max_n, $runs runs, $threads threads"
+    "$PY" harness/sim_sweep.py --tool "$tool" --out "$tsv" --kernels "$kernels" --max-n "$max_n" \
+        --runs "$runs" --skin "$skin" --threads "$threads" --cache-dir "$CACHE" ||
+        die "the simulation sweep failed"
     local data
     data=$(mktemp -d)
     "$PY" harness/sim_results.py data "$tsv" --out "$data"

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "workload_cache.h"
 
 #include <float.h>
 #include <limits.h>
@@ -15,10 +16,10 @@
 #include <sys/stat.h>
 
 static const char sim_help[] =
-    "Usage: nsearch sim (--n N [--layout NAME] [--seed S] | --input FILE) [--kernel NAME]\n"
-    "                   [--frames F]\n"
+    "Usage: nsearch sim (--n N [--layout NAME] [--seed S] [--cache-dir DIR] | --input FILE)\n"
+    "                   [--kernel NAME] [--frames F]\n"
     "                   [--dt DT] [--iterations K] [--skin D] [--threads T]\n"
-    "                   [--output-dir DIR] [--every K] [--stats]\n"
+    "                   [--output-dir DIR] [--every K] [--stats] [--stats-json]\n"
     "Simulates N spheres under gravity (9.81 along -z) in a closed box: each frame\n"
     "predicts positions (integrate), finds the contacts with a kernel (search), pushes\n"
     "overlapping pairs apart and clamps centres to the box (resolve; position-based\n"
@@ -30,6 +31,9 @@ static const char sim_help[] =
     "                   spacing in x and y and 8 times in z, in a box with room of two radii\n"
     "                   around it (default uniform); 'settled' starts from a resting pile\n"
     "  --seed S         the layout's seed (default 1)\n"
+    "  --cache-dir DIR  keep a costly layout's particles (settled) in DIR, as\n"
+    "                   <name>-v<version>-n<N>-seed<S>.csv, and start from them next time\n"
+    "                   (nsearch-bench --cache-dir shares the files)\n"
     "  --input FILE     start from a particle file with radii (x,y,z,r), e.g. a frame or\n"
     "                   'nsearch gen --workload settled', in a box around the spheres with\n"
     "                   room of four radii above them\n"
@@ -47,7 +51,11 @@ static const char sim_help[] =
     "                   DIR/box.csv (lo_x,lo_y,lo_z,hi_x,hi_y,hi_z); DIR must exist\n"
     "  --every K        with --output-dir: every K-th frame (default 1)\n"
     "  --stats          print per-frame times (ms, means over the frames), fps and the state\n"
-    "                   at the end on standard error\n";
+    "                   at the end on standard error\n"
+    "  --stats-json     print the same as one JSON object on standard output (keys:\n"
+    "                   particles, kernel, threads, frames, contacts_per_frame, search_ms,\n"
+    "                   resolve_ms, integrate_ms, frame_ms, fps, search_share,\n"
+    "                   searches_rebuilt, kinetic_over_released, max_overlap_over_r)\n";
 
 /* Writes one particle file (or the box) through a temporary; false on failure. */
 static bool write_frame(const char *dir, size_t frame, const ns_particles *p)
@@ -103,13 +111,26 @@ static double worst_overlap(size_t n, const float *pos, const float *radius)
     return worst;
 }
 
-int cli_sim(int argc, char **argv)
+/* What the options ask for. */
+typedef struct sim_setup {
+    const char *input, *dir, *cache_dir;
+    const ns_workload *layout; /* NULL with --input */
+    const ns_kernel *kernel;
+    uint64_t seed;
+    size_t n, frames, every;
+    ns_sim_params prm;
+    ns_config cfg;
+    bool stats, stats_json;
+} sim_setup;
+
+static void parse_sim(int argc, char **argv, sim_setup *su)
 {
     enum {
         N,
         INPUT,
         LAYOUT,
         SEED,
+        CACHE,
         KERNEL,
         FRAMES,
         DT,
@@ -119,12 +140,14 @@ int cli_sim(int argc, char **argv)
         DIR,
         EVERY,
         STATS,
+        STATS_JSON,
         NOPTS
     };
     opt opts[NOPTS] = {OPT_COUNT_ENTRY("--n", 1, 100000000),
                        OPT_TEXT_ENTRY("--input"),
                        OPT_TEXT_ENTRY("--layout"),
                        OPT_COUNT_ENTRY("--seed", 0, ULLONG_MAX),
+                       OPT_TEXT_ENTRY("--cache-dir"),
                        OPT_TEXT_ENTRY("--kernel"),
                        OPT_COUNT_ENTRY("--frames", 0, 100000000),
                        OPT_FLOAT_ENTRY("--dt", 1e-6f, 1.0f),
@@ -133,140 +156,198 @@ int cli_sim(int argc, char **argv)
                        cli_threads_option(),
                        OPT_TEXT_ENTRY("--output-dir"),
                        OPT_COUNT_ENTRY("--every", 1, 100000000),
-                       OPT_FLAG_ENTRY("--stats")};
+                       OPT_FLAG_ENTRY("--stats"),
+                       OPT_FLAG_ENTRY("--stats-json")};
     cli_parse(argc, argv, opts, NOPTS, sim_help);
-    const char *input = opts[INPUT].text;
+    su->input = opts[INPUT].text;
     if (opts[N].given == opts[INPUT].given)
-        cli_usage_error(input ? "--n and --input exclude each other"
-                              : "--n or --input is required");
-    if (input && opts[LAYOUT].given)
-        cli_usage_error("--layout and --input exclude each other");
+        cli_usage_error(su->input ? "--n and --input exclude each other"
+                                  : "--n or --input is required");
+    if (su->input && (opts[LAYOUT].given || opts[CACHE].given))
+        cli_usage_error("--%s and --input exclude each other",
+                        opts[LAYOUT].given ? "layout" : "cache-dir");
     const char *layout = opts[LAYOUT].given ? opts[LAYOUT].text : "uniform";
-    const ns_workload *w = input ? NULL : ns_workload_find(layout);
-    if (!input && !w) {
+    su->layout = su->input ? NULL : ns_workload_find(layout);
+    if (!su->input && !su->layout) {
         char shown[96];
         opt_quote(shown, sizeof shown, layout, 40);
         cli_usage_error("unknown layout '%s' (see 'nsearch workloads')", shown);
     }
-    const ns_kernel *kernel = cli_kernel(opts[KERNEL].given ? opts[KERNEL].text : "grid_sorted");
-    uint64_t seed = opts[SEED].given ? opts[SEED].count : 1;
-    size_t frames = opts[FRAMES].given ? (size_t)opts[FRAMES].count : 100;
-    ns_sim_params prm = ns_sim_params_default();
+    su->cache_dir = opts[CACHE].text;
+    su->kernel = cli_kernel(opts[KERNEL].given ? opts[KERNEL].text : "grid_sorted");
+    su->seed = opts[SEED].given ? opts[SEED].count : 1;
+    su->n = (size_t)opts[N].count;
+    su->frames = opts[FRAMES].given ? (size_t)opts[FRAMES].count : 100;
+    su->prm = ns_sim_params_default();
     if (opts[DT].given)
-        prm.dt = opts[DT].number;
+        su->prm.dt = opts[DT].number;
     if (opts[ITERATIONS].given)
-        prm.iterations = (int)opts[ITERATIONS].count;
-    prm.skin = opts[SKIN].number;
-    ns_config cfg = ns_config_default();
+        su->prm.iterations = (int)opts[ITERATIONS].count;
+    su->prm.skin = opts[SKIN].number;
+    su->cfg = ns_config_default();
     if (opts[THREADS].given) {
-        cfg.threads = (int)opts[THREADS].count;
-        omp_set_num_threads(cfg.threads);
+        su->cfg.threads = (int)opts[THREADS].count;
+        omp_set_num_threads(su->cfg.threads);
     }
-    const char *dir = opts[DIR].text;
-    size_t every = opts[EVERY].given ? (size_t)opts[EVERY].count : 1;
-    if (opts[EVERY].given && !dir)
+    su->dir = opts[DIR].text;
+    su->every = opts[EVERY].given ? (size_t)opts[EVERY].count : 1;
+    if (opts[EVERY].given && !su->dir)
         cli_usage_error("--every needs --output-dir");
-    if (dir) {
-        struct stat st;
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            char shown[96];
-            opt_quote(shown, sizeof shown, dir, 60);
-            cli_usage_error("--output-dir '%s' is not a folder", shown);
-        }
+    struct stat st;
+    if (su->dir && (stat(su->dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        char shown[96];
+        opt_quote(shown, sizeof shown, su->dir, 60);
+        cli_usage_error("--output-dir '%s' is not a folder", shown);
     }
+    su->stats = opts[STATS].given;
+    su->stats_json = opts[STATS_JSON].given;
+}
+
+/* The starting particles and the box: the layout's (through the cache for a
+ * costly one), or the file's copied from file. Returns 0 or the exit status
+ * (the message printed). */
+static int starting_particles(sim_setup *su, const ns_particle_file *file, float *pos,
+                              float *radius)
+{
+    if (!su->layout) {
+        memcpy(pos, file->pos, 3 * su->n * sizeof(float));
+        memcpy(radius, file->radius, su->n * sizeof(float));
+        ns_sim_box_around(su->n, pos, radius, 0.0f, 4.0f, su->prm.box_lo, su->prm.box_hi);
+        return 0;
+    }
+    ns_error err;
+    bool cached, stored;
+    if (workload_cache_generate(su->layout, su->n, su->seed, su->cfg.threads, su->cache_dir, pos,
+                                radius, &cached, &stored, &err) != NS_OK) {
+        cli_say("layout %s: %s", su->layout->name, err.message);
+        return cli_exit_status(err.status);
+    }
+    if (su->cache_dir && su->layout->cache_version > 0 && !cached && !stored)
+        cli_say("cannot keep the %s particles in %s (continuing)", su->layout->name, su->cache_dir);
+    ns_sim_place(su->layout, su->n, pos, radius, su->prm.box_lo, su->prm.box_hi);
+    return 0;
+}
+
+/* The sums over the frames --stats reports. */
+typedef struct sim_totals {
+    double search_s, resolve_s, integrate_s;
+    size_t contacts, rebuilds;
+} sim_totals;
+
+/* Runs the frames, writing the frame files asked for. Returns 0 or the exit
+ * status (the message printed). */
+static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *state, sim_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    if (su->dir && (!write_box(su->dir, &su->prm) || !write_frame(su->dir, 0, state)))
+        return EXIT_FAIL;
+    for (size_t f = 1; f <= su->frames; f++) {
+        ns_sim_frame fr;
+        ns_error err;
+        if (ns_sim_step(sim, &fr, &err) != NS_OK) {
+            cli_say("frame %zu: %s: %s (%s)", f, su->kernel->name, err.message,
+                    ns_status_str(err.status));
+            return EXIT_FAIL;
+        }
+        t->search_s += fr.search_s, t->resolve_s += fr.resolve_s;
+        t->integrate_s += fr.integrate_s;
+        t->contacts += fr.contacts;
+        t->rebuilds += fr.rebuilt;
+        if (su->dir && (f % su->every == 0 || f == su->frames) && !write_frame(su->dir, f, state))
+            return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* --stats and --stats-json: the same figures as text on standard error and
+ * as one JSON object on standard output. Returns 0, or EXIT_FAIL when
+ * standard output cannot be written. */
+static int print_stats(ns_sim *sim, const sim_setup *su, const sim_totals *t, double released0)
+{
+    double per = su->frames ? 1e3 / (double)su->frames : 0.0;
+    double total = t->search_s + t->resolve_s + t->integrate_s;
+    double released = released0 - ns_sim_potential_energy(sim);
+    int threads = su->cfg.threads ? su->cfg.threads : omp_get_max_threads();
+    double v[10] = {su->frames ? (double)t->contacts / (double)su->frames : 0.0,
+                    t->search_s * per,
+                    t->resolve_s * per,
+                    t->integrate_s * per,
+                    total * per,
+                    total > 0.0 ? (double)su->frames / total : 0.0,
+                    total > 0.0 ? t->search_s / total : 0.0,
+                    (double)t->rebuilds,
+                    released > 0.0 ? ns_sim_kinetic_energy(sim) / released : 0.0,
+                    worst_overlap(su->n, ns_sim_positions(sim), ns_sim_radii(sim))};
+    if (su->stats)
+        fprintf(stderr,
+                "particles          %zu\nkernel             %s (%d threads)\n"
+                "frames             %zu\ncontacts/frame     %.1f\nsearch ms          %.4f\n"
+                "resolve ms         %.4f\nintegrate ms       %.4f\nframe ms           %.4f\n"
+                "fps                %.2f\nsearch share       %.3f\nsearches rebuilt   %zu\n"
+                "kinetic/released   %.3g\nmax overlap/r      %.4f\n",
+                su->n, su->kernel->name, threads, su->frames, v[0], v[1], v[2], v[3], v[4], v[5],
+                v[6], t->rebuilds, v[8], v[9]);
+    if (!su->stats_json)
+        return 0;
+    static const char *const keys[10] = {
+        "contacts_per_frame", "search_ms",        "resolve_ms",
+        "integrate_ms",       "frame_ms",         "fps",
+        "search_share",       "searches_rebuilt", "kinetic_over_released",
+        "max_overlap_over_r"};
+    printf("{\"particles\": %zu, \"kernel\": \"%s\", \"threads\": %d, \"frames\": %zu", su->n,
+           su->kernel->name, threads, su->frames);
+    for (int k = 0; k < 10; k++)
+        printf(isfinite(v[k]) ? ", \"%s\": %.17g" : ", \"%s\": null", keys[k], v[k]);
+    printf("}\n");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_say("standard output: cannot write the statistics");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+int cli_sim(int argc, char **argv)
+{
+    sim_setup su;
+    parse_sim(argc, argv, &su);
     ns_particle_file file = {0};
-    size_t n = (size_t)opts[N].count;
-    if (input) {
-        int rc = cli_read_particles(input, &file);
+    if (su.input) {
+        int rc = cli_read_particles(su.input, &file);
         if (rc)
             return rc;
         if (file.columns != 4 || file.n == 0) {
-            cli_say("%s: the simulation needs particles with radii (x,y,z,r)", input);
+            cli_say("%s: the simulation needs particles with radii (x,y,z,r)", su.input);
             ns_particle_file_free(&file);
             return EXIT_USAGE;
         }
-        n = file.n;
+        su.n = file.n;
     }
-
-    float *pos = malloc(3 * n * sizeof(float)), *radius = malloc(n * sizeof(float));
+    float *pos = malloc(3 * su.n * sizeof(float)), *radius = malloc(su.n * sizeof(float));
     ns_sim *sim = NULL;
     ns_error err;
     int rc = 0;
     if (!pos || !radius) {
-        cli_say("out of memory for %zu particles", n);
+        cli_say("out of memory for %zu particles", su.n);
         rc = EXIT_FAIL;
-        goto done;
-    }
-    if (w) {
-        if (ns_sim_spawn(w, n, seed, cfg.threads, pos, radius, prm.box_lo, prm.box_hi, &err) !=
-            NS_OK) {
-            cli_say("layout %s: %s", w->name, err.message);
-            rc = cli_exit_status(err.status);
-            goto done;
-        }
     } else {
-        memcpy(pos, file.pos, 3 * n * sizeof(float));
-        memcpy(radius, file.radius, n * sizeof(float));
-        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, prm.box_lo, prm.box_hi);
+        rc = starting_particles(&su, &file, pos, radius);
     }
-    if (ns_sim_create(kernel, &cfg, &prm, n, pos, radius, &sim, &err) != NS_OK) {
-        if (input)
-            cli_say_particle_error(input, &file, kernel->name, &err);
+    if (rc == 0 &&
+        ns_sim_create(su.kernel, &su.cfg, &su.prm, su.n, pos, radius, &sim, &err) != NS_OK) {
+        if (su.input)
+            cli_say_particle_error(su.input, &file, su.kernel->name, &err);
         else
-            cli_say("%s: %s (%s)", kernel->name, err.message, ns_status_str(err.status));
+            cli_say("%s: %s (%s)", su.kernel->name, err.message, ns_status_str(err.status));
         rc = cli_exit_status(err.status);
-        goto done;
     }
-    ns_particles state = {.n = n, .pos = ns_sim_positions(sim), .radius = ns_sim_radii(sim)};
-    if (dir && (!write_box(dir, &prm) || !write_frame(dir, 0, &state))) {
-        rc = EXIT_FAIL;
-        goto done;
+    if (rc == 0) {
+        ns_particles state = {.n = su.n, .pos = ns_sim_positions(sim), .radius = ns_sim_radii(sim)};
+        double released0 = ns_sim_potential_energy(sim);
+        sim_totals totals;
+        rc = run_frames(sim, &su, &state, &totals);
+        if (rc == 0 && (su.stats || su.stats_json))
+            rc = print_stats(sim, &su, &totals, released0);
     }
-    double released0 = ns_sim_potential_energy(sim);
-    double search_s = 0.0, resolve_s = 0.0, integrate_s = 0.0;
-    size_t contacts = 0, rebuilds = 0;
-    for (size_t f = 1; f <= frames; f++) {
-        ns_sim_frame fr;
-        if (ns_sim_step(sim, &fr, &err) != NS_OK) {
-            cli_say("frame %zu: %s: %s (%s)", f, kernel->name, err.message,
-                    ns_status_str(err.status));
-            rc = EXIT_FAIL;
-            goto done;
-        }
-        search_s += fr.search_s, resolve_s += fr.resolve_s, integrate_s += fr.integrate_s;
-        contacts += fr.contacts;
-        rebuilds += fr.rebuilt;
-        if (dir && (f % every == 0 || f == frames) && !write_frame(dir, f, &state)) {
-            rc = EXIT_FAIL;
-            goto done;
-        }
-    }
-    if (opts[STATS].given) {
-        double per = frames ? 1e3 / (double)frames : 0.0,
-               total = search_s + resolve_s + integrate_s;
-        double released = released0 - ns_sim_potential_energy(sim);
-        fprintf(stderr,
-                "particles          %zu\n"
-                "kernel             %s (%d threads)\n"
-                "frames             %zu\n"
-                "contacts/frame     %.1f\n"
-                "search ms          %.4f\n"
-                "resolve ms         %.4f\n"
-                "integrate ms       %.4f\n"
-                "frame ms           %.4f\n"
-                "fps                %.2f\n"
-                "search share       %.3f\n"
-                "searches rebuilt   %zu\n"
-                "kinetic/released   %.3g\n"
-                "max overlap/r      %.4f\n",
-                n, kernel->name, cfg.threads ? cfg.threads : omp_get_max_threads(), frames,
-                frames ? (double)contacts / (double)frames : 0.0, search_s * per, resolve_s * per,
-                integrate_s * per, total * per, total > 0.0 ? (double)frames / total : 0.0,
-                total > 0.0 ? search_s / total : 0.0, rebuilds,
-                released > 0.0 ? ns_sim_kinetic_energy(sim) / released : 0.0,
-                worst_overlap(n, state.pos, state.radius));
-    }
-done:
     ns_sim_destroy(sim);
     ns_particle_file_free(&file);
     free(pos);

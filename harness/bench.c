@@ -37,6 +37,7 @@
 
 #include "bench_shim.h"
 #include "provenance.h" /* NS_GIT_COMMIT, NS_GIT_MODIFIED: generated at build time */
+#include "workload_cache.h"
 
 #include <nsearch.h>
 
@@ -66,9 +67,9 @@
  * search of 100,000 particles takes seconds. */
 #define QUADRATIC_OTHER_MAX_N 10000
 #define SEED 1
-#define BOUND_NAME "bound"         /* the bound kernel's binning + count, no output */
-#define WRITE_NAME "write"         /* streaming the reference's contacts to memory */
-#define WRITE_PATTERN 64           /* contacts repeated by write (a power of two) */
+#define BOUND_NAME "bound" /* the bound kernel's binning + count, no output */
+#define WRITE_NAME "write" /* streaming the reference's contacts to memory */
+#define WRITE_PATTERN 64   /* contacts repeated by write (a power of two) */
 
 static const size_t uniform_sizes[] = {100,  200,   500,   1000,  2000,
                                        5000, 10000, 20000, 50000, 100000};
@@ -176,73 +177,22 @@ static const char *cache_dir = NULL;
  * of one sweep (the sweep gives a folder of its run and removes it). */
 static const char *reference_dir = NULL;
 
-/* Reads a cached particle file of exactly n particles with radii; false when
- * there is none (or it does not fit: it is then rebuilt). */
-static bool read_cached(const char *path, size_t n, float *pos, float *radius)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    char *text = NULL;
-    size_t len = 0;
-    bool ok = fseek(f, 0, SEEK_END) == 0 && (len = (size_t)ftell(f)) > 0 &&
-              fseek(f, 0, SEEK_SET) == 0 && (text = malloc(len)) && fread(text, 1, len, f) == len;
-    fclose(f);
-    ns_particle_file file = {0};
-    ns_error err;
-    ok = ok && ns_particle_file_parse(text, len, &file, &err) == NS_OK && file.n == n &&
-         file.columns == 4;
-    if (ok && n) {
-        memcpy(pos, file.pos, 3 * n * sizeof(float));
-        memcpy(radius, file.radius, n * sizeof(float));
-    }
-    if (!ok)
-        fprintf(stderr, "nsearch-bench: %s does not hold %zu particles with radii: rebuilding it\n",
-                path, n);
-    ns_particle_file_free(&file);
-    free(text);
-    return ok;
-}
-
-/* Writes the cache file through a temporary, so a reader never sees half. */
-static void write_cached(const char *path, size_t n, const float *pos, const float *radius)
-{
-    char tmp[PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    ns_particles p = {n, pos, radius, 0.0f};
-    ns_error err;
-    bool ok = f && ns_particles_write(f, &p, &err) == NS_OK;
-    ok = f && fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        fprintf(stderr, "nsearch-bench: cannot write the cache file %s (continuing)\n", path);
-        remove(tmp);
-    }
-}
-
 /* The particles of workload name: a costly one comes from the cache when
- * there is one. */
+ * there is one (workload_cache.h). */
 static void generate(const char *name, size_t n, float *pos, float *radius)
 {
     const ns_workload *w = ns_workload_find(name);
-    char path[PATH_MAX] = "";
-    if (w->cache_version > 0 && cache_dir) {
-        snprintf(path, sizeof path, "%s/%s-v%d-n%zu-seed%d.csv", cache_dir, w->name,
-                 w->cache_version, n, SEED);
-        if (read_cached(path, n, pos, radius))
-            return;
-    }
     double t0 = omp_get_wtime();
+    bool cached, stored;
     ns_error err;
-    if (w->generate(n, SEED, 0, pos, radius, &err) != NS_OK)
+    if (workload_cache_generate(w, n, SEED, 0, cache_dir, pos, radius, &cached, &stored, &err) !=
+        NS_OK)
         die("workload %s n=%zu: %s", w->name, n, err.message);
-    if (w->cache_version > 0) {
+    if (w->cache_version > 0 && !cached) {
         fprintf(stderr, "nsearch-bench: %s %zu particles in %.1f s\n", w->name, n,
                 omp_get_wtime() - t0);
-        if (*path) {
-            mkdir(cache_dir, 0777);
-            write_cached(path, n, pos, radius);
-        }
+        if (cache_dir && !stored)
+            fprintf(stderr, "nsearch-bench: cannot keep them in %s (continuing)\n", cache_dir);
     }
 }
 
@@ -1205,14 +1155,13 @@ static void context_openmp(void)
  * at once, before any benchmark, each thread on the place the kernels'
  * thread of the same number will use. Its times tell two runs' machine
  * states apart where steal time cannot: another guest on the same physical
- * core slows it too. It is a snapshot of the process's first milliseconds. (Its data stay in L1: a neighbour
- * that only takes memory bandwidth or the shared cache it does not see.) The
- * work: every pair of WITNESS_N points tested against a distance, as the
- * quadratic kernels test them, WITNESS_REPS times in step (a barrier before
- * each). The context records each thread's median (witness_ms, thread 0
- * first) and what was timed (witness: its version and work), which
- * compare.py requires to match, with the compiler and flags, before it sets
- * two runs' witnesses side by side. */
+ * core slows it too. It is a snapshot of the process's first milliseconds. (Its data stay in L1: a
+ * neighbour that only takes memory bandwidth or the shared cache it does not see.) The work: every
+ * pair of WITNESS_N points tested against a distance, as the quadratic kernels test them,
+ * WITNESS_REPS times in step (a barrier before each). The context records each thread's median
+ * (witness_ms, thread 0 first) and what was timed (witness: its version and work), which compare.py
+ * requires to match, with the compiler and flags, before it sets two runs' witnesses side by side.
+ */
 #define WITNESS_VERSION 1
 #define WITNESS_N 1024
 #define WITNESS_REPS 31
@@ -1239,8 +1188,10 @@ static int compare_double(const void *a, const void *b)
 static void context_witness(void)
 {
     char what[160];
-    snprintf(what, sizeof what, "v%d: every pair of %d points against a distance, %d times "
-             "per thread in step, median", WITNESS_VERSION, WITNESS_N, WITNESS_REPS);
+    snprintf(what, sizeof what,
+             "v%d: every pair of %d points against a distance, %d times "
+             "per thread in step, median",
+             WITNESS_VERSION, WITNESS_N, WITNESS_REPS);
     nsb_add_context("witness", what);
     int threads = omp_get_max_threads(), team = 0;
     double *times = malloc((size_t)threads * WITNESS_STRIDE * sizeof *times);
@@ -1283,7 +1234,7 @@ static void context_witness(void)
         }
     }
     nsb_add_context("witness_ms", !(times && hits && buf) ? "not measured (out of memory)"
-                                  : same ? buf
+                                  : same                  ? buf
                                          : "not measured (the threads counted different pairs)");
     free(times);
     free(hits);

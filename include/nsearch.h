@@ -373,6 +373,12 @@ ns_sim_params ns_sim_params_default(void); /* the box is left empty: set it */
  * radius is NULL with n > 0. */
 ns_status ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, int threads, float *pos,
                        float *radius, float box_lo[3], float box_hi[3], ns_error *err);
+/* The second half of ns_sim_spawn, for particles the layout generated
+ * earlier (kept in a file, say): spreads them out, or keeps them as they are
+ * when the layout is at rest, and sets the box. Writes nothing when layout
+ * or a box is NULL, or pos or radius is NULL with n > 0. */
+void ns_sim_place(const ns_workload *layout, size_t n, float *pos, const float *radius,
+                  float box_lo[3], float box_hi[3]);
 
 /* The box around n spheres: their bounding box widened by room largest radii
  * on every side and by headroom more on top (+z); [0, 1]^3 for n = 0.

@@ -737,9 +737,8 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
  * tested. A count stops early once it is over limit: a crowded cell may hold
  * billions of contacts, and a search that will be refused need not count them
  * all. */
-static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c,
-                            scratch *sc, found *fd, ns_contact **out, size_t *tested,
-                            size_t limit)
+static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c, scratch *sc,
+                            found *fd, ns_contact **out, size_t *tested, size_t limit)
 {
     runs r;
     cell_runs(s, v, g, c, &r);

@@ -238,7 +238,6 @@ static void t_io(void)
     CHECK_EQ_I(atomic_load(&bad_free), 0);
     free(items);
     free(text);
-
 }
 
 /* One simulation run of the sim sweep: 300 uniform spheres, create and 8
@@ -256,8 +255,8 @@ static ns_status sim_run(int what, float *out, ns_error *err)
         return st;
     }
     ns_sim_params prm = ns_sim_params_default();
-    ns_status st = ns_sim_spawn(tl_workload("uniform"), N, 1, 1, pos, radius, prm.box_lo,
-                                prm.box_hi, err);
+    ns_status st =
+        ns_sim_spawn(tl_workload("uniform"), N, 1, 1, pos, radius, prm.box_lo, prm.box_hi, err);
     if (st != NS_OK)
         return st;
     prm.skin = what == 1 ? 0.2f : 0.0f;
@@ -314,7 +313,6 @@ static void t_sim(void)
         }
     }
     CHECK_EQ_I(atomic_load(&bad_free), 0);
-
 }
 
 static void t_kernel(int argc, char **argv)

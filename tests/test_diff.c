@@ -12,7 +12,6 @@
  * list, and that a second search into the same list gives the same result. */
 #include "testlib.h"
 
-
 static const size_t sizes[] = {0, 1, 2, 10, 100, 1000, 5000};
 static const size_t costly_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
 static const uint64_t seeds[] = {1, 2};

@@ -415,22 +415,14 @@ static void t_read_equals_parse(void)
         ns_particle_file_free(&f);
     }
     static const char *const lines[] = {
-        "1,2,3",
-        "1,2,3,4",
-        "x,y,z",
-        "x,y,z,r",
-        "",
-        "  ",
-        "# c",
-        "1e39,0,0",
-        "0,0,0,-1",
-        "\r",
-        "1,2",
-        "a,b,c",
-        " 5 , 6, 7 ",
-        "\xEF\xBB\xBF\x31,2,3", /* a byte-order mark, then 1,2,3 */
-        "0x1p3,0,0",
-        "\t#",
+        "1,2,3",      "1,2,3,4",
+        "x,y,z",      "x,y,z,r",
+        "",           "  ",
+        "# c",        "1e39,0,0",
+        "0,0,0,-1",   "\r",
+        "1,2",        "a,b,c",
+        " 5 , 6, 7 ", "\xEF\xBB\xBF\x31,2,3", /* a byte-order mark, then 1,2,3 */
+        "0x1p3,0,0",  "\t#",
     };
     size_t nlines = sizeof lines / sizeof lines[0];
     uint64_t state = 2024;

@@ -508,8 +508,8 @@ static void t_sparse_spread(int argc, char **argv)
                     float r2 = mixed ? tl_rng_float(&rng, 0.1f, 0.5f) : 0.5f;
                     float reach = 0.9f * (r + r2);
                     tl_add_particle(&s, x + tl_rng_float(&rng, -reach, reach) / 1.8f,
-                                 y + tl_rng_float(&rng, -reach, reach) / 1.8f,
-                                 z + tl_rng_float(&rng, -reach, reach) / 1.8f, r2);
+                                    y + tl_rng_float(&rng, -reach, reach) / 1.8f,
+                                    z + tl_rng_float(&rng, -reach, reach) / 1.8f, r2);
                 }
                 if (i % 50 == 0) {
                     float bx = floorf(x) + 0.8f;
@@ -1150,12 +1150,12 @@ static const tl_case cases[] = {
     {"crowded_neighbours", .run_args = t_crowded_neighbours, .each_kernel = true},
     {"uniform_radius", .run_args = t_uniform_radius, .each_kernel = true},
     /* the counting API's cases are unit tests of the index */
-    {"count_workloads", .run_args = t_count_workloads,
-     .ctest_name = "unit/index_count_workloads", .label = "unit"},
-    {"count_errors", .run_args = t_count_errors,
-     .ctest_name = "unit/index_count_errors", .label = "unit"},
-    {"count_trivial", .run_args = t_count_trivial,
-     .ctest_name = "unit/index_count_trivial", .label = "unit"},
+    {"count_workloads", .run_args = t_count_workloads, .ctest_name = "unit/index_count_workloads",
+     .label = "unit"},
+    {"count_errors", .run_args = t_count_errors, .ctest_name = "unit/index_count_errors",
+     .label = "unit"},
+    {"count_trivial", .run_args = t_count_trivial, .ctest_name = "unit/index_count_trivial",
+     .label = "unit"},
     {"count_max_contacts", .run_args = t_count_max_contacts,
      .ctest_name = "unit/index_count_max_contacts", .label = "unit"},
 };

@@ -546,7 +546,7 @@ static void t_radii_100_to_1(void)
             for (int sz = -1; sz <= 1; sz += 2)
                 tl_add_particle(&s, (float)sx * d, (float)sy * d, (float)sz * d, 0.05f);
     add_lattice(&s, 5, 20.0, 20.0, 20.0, 0.09, 0.05f); /* 0.09 < 0.1 < 0.127 */
-    tl_add_particle(&s, 0.0f, 0.0f, -30.0f, 5.0f);        /* two bigs 9.5 apart */
+    tl_add_particle(&s, 0.0f, 0.0f, -30.0f, 5.0f);     /* two bigs 9.5 apart */
     tl_add_particle(&s, 0.0f, 0.0f, -20.5f, 5.0f);
     expect_set("radii 100:1 by construction", &s, NULL, 6 + lattice_axis_contacts(5) + 1, 0);
     tl_set_free(&s);

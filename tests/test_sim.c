@@ -418,8 +418,7 @@ static void t_settled(void)
     CHECK_MSG(memcmp(a.pos, b.pos, 3 * n * sizeof(float)) == 0, "positions differ");
     CHECK_MSG(memcmp(a.radius, b.radius, n * sizeof(float)) == 0, "radii differ");
     check_set_context("ns_workload_generate(settled, 500, 1) vs ns_sim_settled(500, 1)");
-    CHECK_STATUS(ns_workload_generate("settled", 500, 1, 2, c.pos, c.radius, &err), NS_OK,
-                 &err);
+    CHECK_STATUS(ns_workload_generate("settled", 500, 1, 2, c.pos, c.radius, &err), NS_OK, &err);
     CHECK_STATUS(ns_sim_settled(500, 1, 1, b.pos, b.radius, &err), NS_OK, &err);
     CHECK_MSG(memcmp(b.pos, c.pos, 3 * 500 * sizeof(float)) == 0, "positions differ");
     CHECK_MSG(memcmp(b.radius, c.radius, 500 * sizeof(float)) == 0, "radii differ");

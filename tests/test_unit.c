@@ -61,8 +61,8 @@ static void t_kernel_table(void)
         for (size_t j = 0; j < k; j++)
             CHECK_MSG(strcmp(K->name, ns_kernel_at(j)->name) != 0, "duplicate name %s", K->name);
         printf("%-14s parallel=%d table=%d quadratic=%d domain_memory=%d  %s\n", K->name,
-               (int)K->parallel, (int)K->uses_table_size, (int)K->quadratic,
-               (int)K->domain_memory, K->description);
+               (int)K->parallel, (int)K->uses_table_size, (int)K->quadratic, (int)K->domain_memory,
+               K->description);
     }
     /* the roles: one reference (1), a chain 2, 3, ... without gaps or
      * repeats, one bound kernel, and it can count */
@@ -85,7 +85,8 @@ static void t_kernel_table(void)
         }
     }
     CHECK_EQ_I(bounds, 1);
-    CHECK_MSG(highest >= 3, "reference ranks up to %d: want a reference and a chain of two", highest);
+    CHECK_MSG(highest >= 3, "reference ranks up to %d: want a reference and a chain of two",
+              highest);
     for (int r = 1; r <= highest; r++)
         CHECK_MSG(with_rank[r] == 1, "%d kernels with reference %d", with_rank[r], r);
 
@@ -1248,7 +1249,7 @@ static void t_err_cleared(int argc, char **argv)
     ns_error err;
 #define CLEARED(call)                                                                              \
     do {                                                                                           \
-        tl_poison_error(&err);                                                                              \
+        tl_poison_error(&err);                                                                     \
         err.line = 12;                                                                             \
         expect_cleared(#call, (call), &err);                                                       \
     } while (0)

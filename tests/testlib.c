@@ -453,8 +453,8 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
 
 static const tl_suite *listed_suite; /* the suite tl_ctest() lists for */
 
-void tl_ctest(const char *name, const char *label, int threads, const char *arg0,
-              const char *arg1, const char *arg2)
+void tl_ctest(const char *name, const char *label, int threads, const char *arg0, const char *arg1,
+              const char *arg2)
 {
     const tl_suite *suite = listed_suite;
     if (threads == 0)
@@ -488,7 +488,8 @@ static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncas
             continue;
         }
         snprintf(name, sizeof name, "%s/%s", suite->name, cases[i].name);
-        tl_ctest(cases[i].ctest_name ? cases[i].ctest_name : name, cases[i].label, cases[i].threads, cases[i].name, NULL, NULL);
+        tl_ctest(cases[i].ctest_name ? cases[i].ctest_name : name, cases[i].label, cases[i].threads,
+                 cases[i].name, NULL, NULL);
     }
 }
 

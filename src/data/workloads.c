@@ -4,7 +4,6 @@
  * machine and compiler. */
 #include "data.h"
 
-
 /* Contacts per particle the generators aim for (pairs within 2r). */
 #define TARGET_CONTACTS 30.0
 /* Every workload but polydisperse uses r = 0.5: interaction distance 1. */
@@ -215,8 +214,8 @@ ns_status ns__workload_clusters(size_t n, uint64_t seed, int threads, float *pos
     return fill(clusters, n, seed, pos, radius, err);
 }
 
-ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float *pos,
-                                    float *radius, ns_error *err)
+ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                                    ns_error *err)
 {
     (void)threads;
     return fill(polydisperse, n, seed, pos, radius, err);

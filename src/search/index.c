@@ -104,7 +104,7 @@ static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
         return ns__fail(err, NS_ERR_TOO_LARGE, bad,
                         "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
                         "origin",
-                        bad, "xyz"[k], (double)p->pos[3 * bad + (size_t)k], g->cell);
+                        bad, "xyz"[k], (double)p -> pos[3 * bad + (size_t)k], g -> cell);
     }
     return NS_OK;
 }

@@ -90,6 +90,17 @@ void ns__sim_spread(size_t n, float *pos, const float *radius, float box_lo[3], 
     ns_sim_box_around(n, pos, radius, 2.0f, 0.0f, box_lo, box_hi);
 }
 
+void ns_sim_place(const ns_workload *layout, size_t n, float *pos, const float *radius,
+                  float box_lo[3], float box_hi[3])
+{
+    if (!layout || !box_lo || !box_hi || (n && (!pos || !radius)))
+        return;
+    if (layout->at_rest)
+        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, box_lo, box_hi);
+    else
+        ns__sim_spread(n, pos, radius, box_lo, box_hi);
+}
+
 ns_status ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, int threads, float *pos,
                        float *radius, float box_lo[3], float box_hi[3], ns_error *err)
 {
@@ -97,13 +108,9 @@ ns_status ns_sim_spawn(const ns_workload *layout, size_t n, uint64_t seed, int t
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "a NULL layout, box, positions or radii");
     ns_status st = layout->generate(n, seed, threads, pos, radius, err);
-    if (st != NS_OK)
-        return st;
-    if (layout->at_rest)
-        ns_sim_box_around(n, pos, radius, 0.0f, 4.0f, box_lo, box_hi);
-    else
-        ns__sim_spread(n, pos, radius, box_lo, box_hi);
-    return NS_OK;
+    if (st == NS_OK)
+        ns_sim_place(layout, n, pos, radius, box_lo, box_hi);
+    return st;
 }
 
 void ns_sim_destroy(ns_sim *sim)

@@ -1229,6 +1229,53 @@ case_sim_stats() {
     ok quiet sim --n 200 --frames 5 && [ -s "$K/quiet.out" ] && fail "sim without --stats: stdout not empty"
 }
 
+# --stats-json: one JSON object on stdout with the figures --stats prints.
+case_sim_stats_json() {
+    command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+    okv both sim --n 500 --frames 20 --threads 2 --stats --stats-json || return
+    python3 - "$K/both.out" "$K/both.err" <<'PY' || fail "sim --stats-json does not match --stats"
+import json, sys
+s = json.load(open(sys.argv[1]))
+text = {}
+for line in open(sys.argv[2]):
+    key, _, value = line.rstrip("\n").partition("  ")
+    text[key.strip()] = value.strip()
+want = {"particles", "kernel", "threads", "frames", "contacts_per_frame", "search_ms",
+        "resolve_ms", "integrate_ms", "frame_ms", "fps", "search_share", "searches_rebuilt",
+        "kinetic_over_released", "max_overlap_over_r"}
+assert set(s) == want, sorted(set(s) ^ want)
+assert s["particles"] == 500 and s["frames"] == 20 and s["threads"] == 2, s
+assert text["kernel"] == "%s (%d threads)" % (s["kernel"], s["threads"]), text["kernel"]
+assert text["contacts/frame"] == "%.1f" % s["contacts_per_frame"], text
+assert text["searches rebuilt"] == str(s["searches_rebuilt"]), text
+assert text["max overlap/r"] == "%.4f" % s["max_overlap_over_r"], text
+assert text["fps"] == "%.2f" % s["fps"] and s["fps"] > 0, text
+PY
+    ok quiet sim --n 200 --frames 5 --stats-json && [ "$(wc -l <"$K/quiet.out")" -eq 1 ] ||
+        fail "sim --stats-json: not one line on stdout"
+}
+
+# --cache-dir: a costly layout's particles kept as a file and read back; the
+# frames are those of --input of that file and of no cache at all.
+case_sim_cache_dir() {
+    mkdir cache a b c
+    ok first sim --n 400 --layout settled --frames 6 --cache-dir cache --output-dir a || return
+    [ -s cache/settled-v3-n400-seed1.csv ] || fail "--cache-dir: no cache/settled-v3-n400-seed1.csv: $(ls cache)"
+    local before
+    before=$(stat -c %Y.%s cache/settled-v3-n400-seed1.csv)
+    ok again sim --n 400 --layout settled --frames 6 --cache-dir cache --output-dir b || return
+    [ "$(stat -c %Y.%s cache/settled-v3-n400-seed1.csv)" = "$before" ] || fail "--cache-dir: the cache file was written again"
+    diff -r a b >/dev/null || fail "--cache-dir: frames from the cache differ from the first run's"
+    ok input sim --input cache/settled-v3-n400-seed1.csv --frames 6 --output-dir c || return
+    diff -r a c >/dev/null || fail "--cache-dir: frames differ from --input of the cache file"
+    # never over something that is not a regular file
+    ln -s /nonexistent/target cache/settled-v3-n10-seed1.csv
+    okv link sim --n 10 --layout settled --frames 1 --cache-dir cache || return
+    [ -L cache/settled-v3-n10-seed1.csv ] || fail "--cache-dir: a symbolic link was replaced"
+    grep -q "cannot keep" "$K/link.err" || fail "--cache-dir: no message when the cache cannot be written"
+    expect_fail 2 "" "" sim --input cache/settled-v3-n400-seed1.csv --cache-dir cache
+}
+
 case_sim_frames() {
     mkdir fr
     ok frames sim --n 300 --frames 20 --every 5 --output-dir fr || return

@@ -5,6 +5,7 @@
  * files. Exit statuses: cli.h (and the README). */
 #include "cli.h"
 #include "output.h"
+#include "table_json.h"
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -42,67 +43,24 @@ static const char gen_help[] =
     "                   regular file is replaced only when complete, keeping its mode and\n"
     "                   owner; a device or FIFO is written directly (README, 'Output files')\n";
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void print_json_string(const char *text)
-{
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-
-static const char *json_bool(bool b)
-{
-    return b ? "true" : "false";
-}
-
 /* The kernel table: name and description, or with --json every field. */
 static void list_kernels(bool json)
 {
-    for (size_t k = 0; k < ns_kernel_count(); k++) {
-        const ns_kernel *K = ns_kernel_at(k);
-        if (!json) {
-            printf("%-15s %s\n", K->name, K->description);
-            continue;
-        }
-        printf("%s\n  {\"name\": ", k ? "," : "[");
-        print_json_string(K->name);
-        printf(", \"description\": ");
-        print_json_string(K->description);
-        printf(", \"parallel\": %s, \"uses_table_size\": %s, \"quadratic\": %s, "
-               "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s}",
-               json_bool(K->parallel), json_bool(K->uses_table_size), json_bool(K->quadratic),
-               json_bool(K->domain_memory), json_bool(K->stable_order), K->reference,
-               json_bool(K->bound));
-    }
     if (json)
-        printf(ns_kernel_count() ? "\n]\n" : "[]\n");
+        table_json_kernels(stdout);
+    else
+        for (size_t k = 0; k < ns_kernel_count(); k++)
+            printf("%-15s %s\n", ns_kernel_at(k)->name, ns_kernel_at(k)->description);
 }
 
 /* The workload table: name and description, or with --json every field. */
 static void list_workloads(bool json)
 {
-    for (size_t k = 0; k < ns_workload_count(); k++) {
-        const ns_workload *W = ns_workload_at(k);
-        if (!json) {
-            printf("%-15s %s\n", W->name, W->description);
-            continue;
-        }
-        printf("%s\n  {\"name\": ", k ? "," : "[");
-        print_json_string(W->name);
-        printf(", \"description\": ");
-        print_json_string(W->description);
-        printf(", \"cache_version\": %d, \"at_rest\": %s}", W->cache_version,
-               json_bool(W->at_rest));
-    }
     if (json)
-        printf(ns_workload_count() ? "\n]\n" : "[]\n");
+        table_json_workloads(stdout);
+    else
+        for (size_t k = 0; k < ns_workload_count(); k++)
+            printf("%-15s %s\n", ns_workload_at(k)->name, ns_workload_at(k)->description);
 }
 
 int cli_gen(int argc, char **argv)

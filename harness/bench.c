@@ -37,6 +37,7 @@
 
 #include "bench_shim.h"
 #include "provenance.h" /* NS_GIT_COMMIT, NS_GIT_MODIFIED: generated at build time */
+#include "table_json.h"
 #include "workload_cache.h"
 
 #include <nsearch.h>
@@ -61,17 +62,17 @@
 
 #define RESULTS_FORMAT_VERSION "1"
 #define REFERENCE_MAX_N 100000 /* naive is the reference up to here */
-/* The kernels the table marks quadratic run to REFERENCE_MAX_N on uniform
- * (the O(n^2) curve) and to QUADRATIC_OTHER_MAX_N on the other workloads:
- * they test every pair, so their time hardly depends on the layout, and one
- * search of 100,000 particles takes seconds. */
+/* The kernels the table marks quadratic run to REFERENCE_MAX_N on the
+ * headline workload (uniform: the O(n^2) curve) and to QUADRATIC_OTHER_MAX_N
+ * on the others: they test every pair, so their time hardly depends on the
+ * layout, and one search of 100,000 particles takes seconds. */
 #define QUADRATIC_OTHER_MAX_N 10000
 #define SEED 1
 #define BOUND_NAME "bound" /* the bound kernel's binning + count, no output */
 #define WRITE_NAME "write" /* streaming the reference's contacts to memory */
 #define WRITE_PATTERN 64   /* contacts repeated by write (a power of two) */
 
-static const size_t uniform_sizes[] = {100,  200,   500,   1000,  2000,
+static const size_t headline_sizes[] = {100,  200,   500,   1000,  2000,
                                        5000, 10000, 20000, 50000, 100000};
 static const size_t other_sizes[] = {1000, 10000, 100000};
 static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 10000000};
@@ -847,10 +848,10 @@ static void register_sweep(const options *o, int cores)
         const char *wl = ns_workload_at(w)->name;
         if (!in_list(o->workloads, wl))
             continue;
-        bool uniform = strcmp(wl, "uniform") == 0;
-        const size_t *sizes = uniform ? uniform_sizes : other_sizes;
-        size_t n_sizes = uniform ? sizeof uniform_sizes / sizeof *uniform_sizes
-                                 : sizeof other_sizes / sizeof *other_sizes;
+        bool headline = ns_workload_at(w)->headline;
+        const size_t *sizes = headline ? headline_sizes : other_sizes;
+        size_t n_sizes = headline ? sizeof headline_sizes / sizeof *headline_sizes
+                                  : sizeof other_sizes / sizeof *other_sizes;
         size_t all[32], count = 0;
         for (size_t s = 0; s < n_sizes; s++)
             if (sizes[s] <= o->max_n)
@@ -863,7 +864,7 @@ static void register_sweep(const options *o, int cores)
         for (size_t s = 0; s < count; s++) {
             for (size_t k = 0; k < ns_kernel_count(); k++) {
                 const ns_kernel *ker = ns_kernel_at(k);
-                size_t most = uniform ? REFERENCE_MAX_N : QUADRATIC_OTHER_MAX_N;
+                size_t most = headline ? REFERENCE_MAX_N : QUADRATIC_OTHER_MAX_N;
                 if (!in_list(o->kernels, ker->name) || (ker->quadratic && all[s] > most) ||
                     (!ker->parallel && !serial))
                     continue;
@@ -1241,10 +1242,31 @@ static void context_witness(void)
     free(buf);
 }
 
+/* The library's tables (table_json.h), so the reports read the kernels'
+ * order and roles from the run instead of knowing them. */
+static void context_tables(void)
+{
+    void (*const write[2])(FILE *) = {table_json_kernels, table_json_workloads};
+    const char *key[2] = {"kernel_table", "workload_table"};
+    for (int t = 0; t < 2; t++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+            die("out of memory for the context");
+        write[t](f);
+        if (fclose(f) != 0 || !text)
+            die("out of memory for the context");
+        nsb_add_context(key[t], text);
+        free(text);
+    }
+}
+
 static void add_context(const options *o, int cores)
 {
     char buf[512];
     nsb_add_context("nsearch_version", NS_VERSION_STRING);
+    context_tables();
     nsb_add_context("results_format_version", RESULTS_FORMAT_VERSION);
     context_cpu();
     context_system();

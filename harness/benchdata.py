@@ -24,9 +24,15 @@ from collections import defaultdict
 import numpy as np
 
 NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
-KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel", "grid_sorted",
-           "bound", "write"]
-WORKLOADS = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
+# The configurations of nsearch-bench that are not kernels, listed after them.
+FLOORS = ["bound", "write"]
+# The tables of files written before nsearch-bench recorded the library's own
+# (the context's kernel_table and workload_table): the names in table order,
+# and the reference kernel.
+OLD_KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel", "grid_sorted"]
+OLD_WORKLOADS = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
+OLD_REFERENCE = "naive"
+OLD_HEADLINE = "uniform"
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -87,6 +93,48 @@ class Run:
 
     def __init__(self, path, context, contexts, configs):
         self.path, self.context, self.contexts, self.configs = path, context, contexts, configs
+
+    def _table(self, key):
+        try:
+            return json.loads(self.context[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def kernel_names(self):
+        """The kernels in the library's table order, then bound and write."""
+        table = self._table("kernel_table")
+        return (OLD_KERNELS if table is None else [k["name"] for k in table]) + FLOORS
+
+    def workload_names(self):
+        """The workloads in the library's table order."""
+        table = self._table("workload_table")
+        return OLD_WORKLOADS if table is None else [w["name"] for w in table]
+
+    def reference_kernel(self):
+        """The kernel every other is validated against and sped up over (naive)."""
+        table = self._table("kernel_table")
+        if table is None:
+            return OLD_REFERENCE
+        return next((k["name"] for k in table if k.get("reference") == 1), OLD_REFERENCE)
+
+    def headline_workload(self):
+        """The workload the scaling figures are drawn on (uniform)."""
+        table = self._table("workload_table")
+        if table is None:
+            return OLD_HEADLINE
+        return next((w["name"] for w in table if w.get("headline")), OLD_HEADLINE)
+
+    def kernel_order(self, kernel):
+        return order_key(self.kernel_names(), kernel)
+
+    def workload_order(self, workload):
+        return order_key(self.workload_names(), workload)
+
+    def sort_key(self, key):
+        """Table order of a (kernel, workload, n, threads) key: workload, kernel,
+        threads, n."""
+        kernel, workload, n, threads = key
+        return (self.workload_order(workload), self.kernel_order(kernel), threads, n)
 
     @property
     def rounds(self):
@@ -151,13 +199,13 @@ class Run:
 
     def workloads(self):
         found = {c.workload for c in self.configs.values()}
-        return [w for w in WORKLOADS if w in found] + sorted(found - set(WORKLOADS))
+        return sorted(found, key=self.workload_order)
 
     def lines(self, workload=None):
         """(kernel, threads) pairs in table order, for a workload or all."""
         return sorted({(c.kernel, c.threads) for c in self.configs.values()
                        if workload is None or c.workload == workload},
-                      key=lambda kt: (kernel_order(kt[0]), kt[1]))
+                      key=lambda kt: (self.kernel_order(kt[0]), kt[1]))
 
     def series(self, workload, kernel, threads):
         """The timed configurations of one line, by n."""
@@ -190,18 +238,9 @@ def cpu_vector_isa(ctx):
     return ""
 
 
-def kernel_order(kernel):
-    return (KERNELS.index(kernel) if kernel in KERNELS else len(KERNELS), kernel)
-
-
-def workload_order(workload):
-    return (WORKLOADS.index(workload) if workload in WORKLOADS else len(WORKLOADS), workload)
-
-
-def sort_key(key):
-    """Table order of a (kernel, workload, n, threads) key: workload, kernel, threads, n."""
-    kernel, workload, n, threads = key
-    return (workload_order(workload), kernel_order(kernel), threads, n)
+def order_key(names, name):
+    """Sorts names by their place in a table, others after them by name."""
+    return (names.index(name) if name in names else len(names), name)
 
 
 class FormatError(ValueError):

@@ -70,8 +70,8 @@ class Row:
         self.ratio = stats.derived(np.divide, self.est_b, self.est_a)
         self.verdict = stats.verdict(*self.ratio.interval()[1:], band)
 
-    def sort_key(self):
-        return (benchdata.workload_order(self.workload), benchdata.kernel_order(self.kernel),
+    def sort_key(self, run):
+        return (run.workload_order(self.workload), run.kernel_order(self.kernel),
                 threads_order(self.threads), self.n)
 
 
@@ -104,7 +104,7 @@ def pair(a, b):
             cb = b.configs.get((kernel, workload, n, tb))
             if kernel in parallel and t == ta and cb:
                 rows.append(Row(f"all({ta}|{tb})", ca, cb))
-    return sorted(rows, key=Row.sort_key)
+    return sorted(rows, key=lambda r: r.sort_key(a))
 
 
 def unshared(a, b, rows):
@@ -113,11 +113,10 @@ def unshared(a, b, rows):
     used_b = {r.b.key for r in rows}
     only_a = [c for k, c in a.configs.items() if k not in used_a]
     only_b = [c for k, c in b.configs.items() if k not in used_b]
-    order = lambda c: benchdata.sort_key(c.key)
-    return sorted(only_a, key=order), sorted(only_b, key=order)
+    return sorted(only_a, key=lambda c: a.sort_key(c.key)), sorted(only_b, key=lambda c: b.sort_key(c.key))
 
 
-def kernel_means(rows):
+def kernel_means(rows, run):
     """Per workload, kernel and threads: the geometric mean of B / A over n."""
     groups = {}
     for r in rows:
@@ -129,9 +128,8 @@ def kernel_means(rows):
         out.append({"workload": workload, "kernel": kernel, "threads": threads,
                     "ns": [r.n for r in rs], "mean": mean,
                     "one_process": any(r.one_process for r in rs)})
-    return sorted(out, key=lambda m: (benchdata.workload_order(m["workload"]),
-                                      benchdata.kernel_order(m["kernel"]),
-                                      threads_order(m["threads"])))
+    return sorted(out, key=lambda m: (run.workload_order(m["workload"]),
+                                      run.kernel_order(m["kernel"]), threads_order(m["threads"])))
 
 
 def describe(run):
@@ -284,7 +282,7 @@ def write_plot_data(out, a, b, rows, band):
     os.makedirs(out, exist_ok=True)
     lines = {}
     for r in rows:
-        if r.workload == "uniform" and r.ratio is not None:
+        if r.workload == a.headline_workload() and r.ratio is not None:
             lines.setdefault((r.kernel, r.threads), []).append(r)
     blocks = 0
     with open(os.path.join(out, "compare.dat"), "w") as f:
@@ -343,7 +341,7 @@ def main(argv):
     rows = pair(a, b)
     for r in rows:
         r.measure(args.replicates, args.band)
-    means = kernel_means(rows)
+    means = kernel_means(rows, a)
     only_a, only_b = unshared(a, b, rows)
     text = report(a, b, rows, means, only_a, only_b, args.band, args.replicates, differ)
     os.makedirs(args.out, exist_ok=True)

@@ -71,18 +71,21 @@ class Figures:
         e = self.est(c)
         return stats.derived(lambda x, y: x / y, e, den) if e and den else None
 
-    def speedup_vs_naive(self, c):
-        naive = self.est(self.config("naive", c.workload, c.n, 1))
+    def speedup_vs_reference(self, c):
+        """The reference kernel's time (1 thread) over c's, at the same n."""
+        ref = self.est(self.config(self.run.reference_kernel(), c.workload, c.n, 1))
         e = self.est(c)
-        return stats.derived(lambda x, y: x / y, naive, e) if naive and e else None
+        return stats.derived(lambda x, y: x / y, ref, e) if ref and e else None
 
-    def fit_range(self, workload="uniform"):
+    def fit_range(self, workload=None):
+        workload = workload or self.run.headline_workload()
         lines = [(k, t) for k, t in self.run.lines(workload) if k not in FLOORS]
         tops = [max((c.n for c in self.run.series(workload, k, t)), default=0) for k, t in lines]
         top = min((x for x in tops if x >= FIT_MIN_N), default=0)
         return (FIT_MIN_N, top) if top > FIT_MIN_N else None
 
-    def exponent(self, kernel, threads, workload="uniform"):
+    def exponent(self, kernel, threads, workload=None):
+        workload = workload or self.run.headline_workload()
         rng = self.fit_range(workload)
         if not rng:
             return None
@@ -152,7 +155,7 @@ def witness_lines(run, markdown):
             continue
         if part in measured:
             _, w, n, t = measured[part]
-            key, what = (rnd, benchdata.workload_order(w), n, t), f"{w} n={n} threads={t}"
+            key, what = (rnd, run.workload_order(w), n, t), f"{w} n={n} threads={t}"
         else:
             key, what = (rnd, (-1, ""), 0, 0), f"process {part} (no configuration timed)"
         slow.append((key, f"{item}round {rnd}, {what}: the witness {worst:.2f}x its median"))
@@ -185,9 +188,10 @@ def summary(f, markdown=False):
            + (" (one round: the interval covers one process only)" if run.rounds < 2 else "")
            + ". Absolute times are for this machine at this moment; ratios within one run "
            "are the figures to compare.",
-           "Exponent k of time ~ n^k: fitted on uniform, n from "
+           f"Exponent k of time ~ n^k: fitted on {run.headline_workload()}, n from "
            + (f"{fit[0]:,} to {fit[1]:,} (the range every kernel reaches)" if fit else "-")
-           + "; speed-up: over naive (1 thread) at the same n; x bound: the time over "
+           + f"; speed-up: over {run.reference_kernel()} (1 thread) at the same n; x bound: "
+           "the time over "
            "bound's (grid_sorted's binning plus its contact count, no output) at the same n "
            "and threads; x floor: over bound plus write (streaming the same number of "
            "contacts' bytes to memory), the least any kernel that writes its contacts "
@@ -195,14 +199,15 @@ def summary(f, markdown=False):
     for w in run.workloads():
         out.append(f"\n{'## ' if markdown else ''}{w}\n")
         rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "exponent k",
-                 "speed-up vs naive", "x bound", "x floor", "verdict"]]
+                 f"speed-up vs {run.reference_kernel()}", "x bound", "x floor", "verdict"]]
         for kernel, threads in run.lines(w):
             all_rows = [c for c in run.configs.values()
                         if c.workload == w and c.kernel == kernel and c.threads == threads]
             timed = [c for c in all_rows if c.rounds]
             c = max(timed or all_rows, key=lambda c: c.n)
             e = f.est(c)
-            k = f.exponent(kernel, threads) if w == "uniform" and kernel not in FLOORS else None
+            k = (f.exponent(kernel, threads)
+                 if w == run.headline_workload() and kernel not in FLOORS else None)
             verdicts = {x.verdict for x in all_rows if x.verdict}
             verdict = c.verdict or "-"
             if not all(v.startswith("VALID") for v in verdicts):  # e.g. refused at large n
@@ -210,7 +215,8 @@ def summary(f, markdown=False):
             floor = f.floor_est(c, "floor") if kernel not in FLOORS else None
             rows.append([kernel, threads, c.n, show(e), show(e, 1e6 / c.n if c.n else 1.0),
                          show(k),
-                         show(f.speedup_vs_naive(c)) if kernel not in ("naive",) + FLOORS else "-",
+                         show(f.speedup_vs_reference(c))
+                         if kernel not in (run.reference_kernel(),) + FLOORS else "-",
                          show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
                          show(f.over(c, floor)), verdict])
         out.append(table(rows, markdown))
@@ -243,7 +249,7 @@ FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "rounds", "repetitions", "
 
 def flatten(f):
     lines = ["\t".join(FLAT_COLUMNS)]
-    for key in sorted(f.run.configs, key=benchdata.sort_key):
+    for key in sorted(f.run.configs, key=f.run.sort_key):
         c = f.run.configs[key]
         e = f.est(c)
         v, lo, hi = e.interval() if e else (None, None, None)
@@ -284,26 +290,28 @@ def plotdata(all_figures, out):
     os.makedirs(out, exist_ok=True)
     f = all_figures[0]
     r = f.run
+    hw = r.headline_workload()  # uniform
     meta = {"subtitle": f"{r.machine_label()}, {r.date()}, {r.rounds} round(s)", "blocks": {}}
-    lines = [(k, t) for k, t in r.lines("uniform") if k != WRITE]
-    naive = {c.n: c for c in r.series("uniform", "naive", 1)}
+    lines = [(k, t) for k, t in r.lines(hw) if k != WRITE]
+    ref = r.reference_kernel()  # naive
+    naive = {c.n: c for c in r.series(hw, ref, 1)}
 
     # scaling: n, median, low, high
     blocks = []
     for kernel, threads in lines:
-        s = r.series("uniform", kernel, threads)
+        s = r.series(hw, kernel, threads)
         k = f.exponent(kernel, threads) if kernel not in FLOORS else None
         title = line_name(kernel, threads, r) + (f", k = {show(k)}" if k is not None else "")
         blocks.append((title, [(c.n, *vlh(f.est(c))) for c in s]))
     meta["blocks"]["scaling"] = write_blocks(os.path.join(out, "scaling.dat"), blocks)
     # guides: O(n) through the fastest line at its smallest n >= FIT_MIN_N, O(n^2)
     # through naive there
-    anchors = [c for k, t in lines if k != "naive" for c in r.series("uniform", k, t)
+    anchors = [c for k, t in lines if k != ref for c in r.series(hw, k, t)
                if c.n >= FIT_MIN_N]
     if anchors:
         n0 = min(c.n for c in anchors)
         meta["lin"] = (n0, min(c.median for c in anchors if c.n == n0))
-    quad = [c for c in r.series("uniform", "naive", 1) if c.n >= FIT_MIN_N]
+    quad = [c for c in r.series(hw, ref, 1) if c.n >= FIT_MIN_N]
     if quad:
         meta["quad"] = (quad[0].n, quad[0].median)
 
@@ -311,9 +319,9 @@ def plotdata(all_figures, out):
     # interval lies wholly below naive's is marked and named in its legend entry
     blocks, cross = [], []
     for kernel, threads in lines:
-        s = r.series("uniform", kernel, threads)
+        s = r.series(hw, kernel, threads)
         title = line_name(kernel, threads, r)
-        if kernel != "naive":
+        if kernel != ref:
             faster = [c for c in s if c.n in naive and
                       f.est(c).interval()[2] < f.est(naive[c.n]).interval()[1]]
             if faster:
@@ -327,7 +335,7 @@ def plotdata(all_figures, out):
     # doubling: n, t(2n)/t(n), low, high
     blocks = []
     for kernel, threads in lines:
-        by_n = {c.n: c for c in r.series("uniform", kernel, threads)}
+        by_n = {c.n: c for c in r.series(hw, kernel, threads)}
         rows = [(n, *vlh(f.over(by_n[2 * n], f.est(by_n[n])))) for n in sorted(by_n)
                 if 2 * n in by_n]
         blocks.append((line_name(kernel, threads, r), rows))
@@ -338,7 +346,7 @@ def plotdata(all_figures, out):
     for kernel, threads in lines:
         if kernel in FLOORS:
             continue
-        rows = [(c.n, *vlh(x)) for c in r.series("uniform", kernel, threads)
+        rows = [(c.n, *vlh(x)) for c in r.series(hw, kernel, threads)
                 for x in [f.over(c, f.floor_est(c, "bound"))] if x is not None]
         if rows:
             blocks.append((line_name(kernel, threads, r), rows))
@@ -349,9 +357,9 @@ def plotdata(all_figures, out):
     for kernel, threads in lines:
         if threads == 1:
             continue
-        one = {c.n: c for c in r.series("uniform", kernel, 1)}
+        one = {c.n: c for c in r.series(hw, kernel, 1)}
         rows = [(c.n, *vlh(f.over(one[c.n], f.est(c))))
-                for c in r.series("uniform", kernel, threads) if c.n in one]
+                for c in r.series(hw, kernel, threads) if c.n in one]
         blocks.append((f"{kernel}, {threads} threads vs 1", rows))
     meta["blocks"]["speedup"] = write_blocks(os.path.join(out, "speedup.dat"), blocks)
     meta["threads"] = r.max_threads()
@@ -359,12 +367,12 @@ def plotdata(all_figures, out):
     # breakdown: the largest n every kernel line has on uniform; label, build
     # (value low high), query (value low high)
     kernel_lines = [(k, t) for k, t in lines if k not in FLOORS]
-    common = set.intersection(*[{c.n for c in r.series("uniform", k, t)}
+    common = set.intersection(*[{c.n for c in r.series(hw, k, t)}
                                 for k, t in kernel_lines]) if kernel_lines else set()
     n_common = max(common) if common else 0
     rows = []
     for kernel, threads in kernel_lines:
-        c = f.config(kernel, "uniform", n_common, threads)
+        c = f.config(kernel, hw, n_common, threads)
         if c and c.rounds:
             rows.append((f'"{line_name(kernel, threads, r)}"',
                          *vlh(f.counter_est(c, "build_ms")), *vlh(f.counter_est(c, "query_ms"))))
@@ -409,11 +417,11 @@ def plotdata(all_figures, out):
     # machine's cores, whatever the core counts
     if len(all_figures) > 1:
         runs = [x.run for x in all_figures]
-        ns = set.intersection(*[{c.n for c in x.configs.values() if c.workload == "uniform"
+        ns = set.intersection(*[{c.n for c in x.configs.values() if c.workload == hw
                                  and c.rounds} for x in runs])
         n_m = max(ns) if ns else 0
-        kernels = sorted({k for x in runs for k, _ in x.lines("uniform") if k != WRITE},
-                         key=benchdata.kernel_order)
+        kernels = sorted({k for x in runs for k, _ in x.lines(hw) if k != WRITE},
+                         key=runs[0].kernel_order)
         rows = []
         for kernel in kernels:
             parallel = any(x.parallel(kernel) for x in runs)
@@ -421,7 +429,7 @@ def plotdata(all_figures, out):
                 label = f"{kernel} T={'all' if all_cores else 1}" if parallel else kernel
                 row = [f'"{label}"']
                 for x in all_figures:
-                    c = x.config(kernel, "uniform", n_m, x.run.max_threads() if all_cores else 1)
+                    c = x.config(kernel, hw, n_m, x.run.max_threads() if all_cores else 1)
                     row += vlh(x.est(c))
                 rows.append(row)
         meta["blocks"]["machines"] = write_blocks(os.path.join(out, "machines.dat"),

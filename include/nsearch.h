@@ -327,6 +327,9 @@ typedef struct ns_workload {
                           by the name, this version, n and seed; the version changes
                           whenever the particles do */
     bool at_rest;      /* a pile at rest: ns_sim_spawn keeps it as it is */
+    bool headline;     /* the benchmark's main workload (uniform): nsearch-bench sweeps
+                          it at more sizes and the quadratic kernels to 100,000, and
+                          the figures show the scaling on it; one workload at most */
 } ns_workload;
 
 size_t ns_workload_count(void);

@@ -149,6 +149,22 @@ static void t_workload_table(int argc, char **argv)
             CHECK(strcmp(W->name, ns_workload_at(j)->name) != 0);
         printf("%-14s %s\n", W->name, W->description);
     }
+    /* the properties: one headline workload; the documented ones' values */
+    check_set_context("workload properties");
+    int headlines = 0;
+    for (size_t k = 0; k < count; k++) {
+        const ns_workload *W = ns_workload_at(k);
+        headlines += W->headline;
+        CHECK(W->cache_version >= 0);
+    }
+    CHECK_EQ_I(headlines, 1);
+    CHECK(ns_workload_find("uniform")->headline);
+    CHECK_EQ_I(ns_workload_find("uniform")->cache_version, 0);
+    const ns_workload *settled = ns_workload_find("settled");
+    REQUIRE(settled != NULL);
+    CHECK_EQ_I(settled->cache_version, NS_SETTLED_VERSION);
+    CHECK(settled->at_rest && !settled->headline);
+
     check_set_context("workload lookups");
     CHECK(ns_workload_at(count) == NULL);
     CHECK(ns_workload_at(SIZE_MAX) == NULL);

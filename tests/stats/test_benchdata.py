@@ -130,5 +130,53 @@ class Loader(unittest.TestCase):
                 benchdata.load(path)
 
 
+
+class Tables(unittest.TestCase):
+    """The kernels' order and reference come from the run's own tables (the
+    context's kernel_table and workload_table) when it has them, from the old
+    built-in lists for files written before."""
+
+    def load_with(self, kernels, workloads):
+        with open(helpers.fixture("aa_a.json")) as f:
+            data = json.load(f)
+        data["context"]["kernel_table"] = json.dumps(kernels)
+        data["context"]["workload_table"] = json.dumps(workloads)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(data, f)
+        self.addCleanup(os.remove, f.name)
+        return benchdata.load(f.name)
+
+    def test_table_order_and_reference(self):
+        run = self.load_with([{"name": "grid_sorted", "reference": 0},
+                              {"name": "naive", "reference": 0},
+                              {"name": "other", "reference": 1}],
+                             [{"name": "dambreak", "headline": True}, {"name": "uniform"}])
+        kernels = [k for k, _ in run.lines("uniform")]
+        self.assertLess(kernels.index("grid_sorted"), kernels.index("naive"))
+        self.assertEqual(run.workloads(), ["dambreak", "uniform"])
+        self.assertEqual(run.reference_kernel(), "other")
+        self.assertEqual(run.headline_workload(), "dambreak")
+        self.assertEqual(run.kernel_names()[-2:], benchdata.FLOORS)
+
+    def test_old_files(self):
+        run = benchdata.load(helpers.fixture("aa_a.json"))
+        self.assertNotIn("kernel_table", run.context)
+        self.assertEqual(run.reference_kernel(), "naive")
+        self.assertEqual(run.headline_workload(), "uniform")
+        self.assertEqual(run.kernel_names(), benchdata.OLD_KERNELS + benchdata.FLOORS)
+        self.assertEqual(run.workloads(), ["uniform", "dambreak"])
+
+    def test_malformed_table(self):
+        """A table that is not JSON is ignored, like a missing one."""
+        with open(helpers.fixture("aa_a.json")) as f:
+            data = json.load(f)
+        data["context"]["kernel_table"] = "not json"
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(data, f)
+        self.addCleanup(os.remove, f.name)
+        run = benchdata.load(f.name)
+        self.assertEqual(run.reference_kernel(), "naive")
+
+
 if __name__ == "__main__":
     unittest.main()

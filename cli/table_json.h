@@ -1,0 +1,15 @@
+/* table_json.h - the library's kernel and workload tables as JSON, for
+ * `nsearch kernels --json`, `nsearch workloads --json` and the context of
+ * nsearch-bench's results (which the Python tools read the tables from). */
+#ifndef NS_TABLE_JSON_H
+#define NS_TABLE_JSON_H
+
+#include <stdio.h>
+
+/* An array with one object per kernel, in table order: every field of
+ * struct ns_kernel but ops. */
+void table_json_kernels(FILE *f);
+/* The same for the workloads (name, description, cache_version, at_rest). */
+void table_json_workloads(FILE *f);
+
+#endif /* NS_TABLE_JSON_H */

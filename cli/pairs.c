@@ -117,7 +117,17 @@ static bool same_contacts(const char *kernel, const char *reference, const ns_co
     return differ == 0;
 }
 
-int cli_pairs(int argc, char **argv)
+/* What the options ask for. */
+typedef struct pairs_setup {
+    const ns_kernel *kernel;
+    const char *input, *output;
+    ns_config cfg;
+    ns_format format;
+    bool radius_given, check, stats;
+    float radius;
+} pairs_setup;
+
+static void parse_pairs(int argc, char **argv, pairs_setup *su)
 {
     enum {
         KERNEL,
@@ -145,87 +155,131 @@ int cli_pairs(int argc, char **argv)
     cli_parse(argc, argv, opts, NOPTS, pairs_help);
     if (!opts[KERNEL].given || !opts[INPUT].given)
         cli_usage_error("%s is required", opts[KERNEL].given ? "--input" : "--kernel");
-    const ns_kernel *kernel = cli_kernel(opts[KERNEL].text);
-    ns_config cfg = ns_config_default();
+    su->kernel = cli_kernel(opts[KERNEL].text);
+    su->cfg = ns_config_default();
     if (opts[THREADS].given) {
-        cfg.threads = (int)opts[THREADS].count;
-        omp_set_num_threads(cfg.threads);
+        su->cfg.threads = (int)opts[THREADS].count;
+        omp_set_num_threads(su->cfg.threads);
     }
-    cfg.table_size = (size_t)opts[TABLE].count;
-    cfg.max_contacts = (size_t)opts[MAX_CONTACTS].count;
-    ns_format format = NS_FORMAT_CSV;
+    su->cfg.table_size = (size_t)opts[TABLE].count;
+    su->cfg.max_contacts = (size_t)opts[MAX_CONTACTS].count;
+    su->format = NS_FORMAT_CSV;
     if (opts[FORMAT].given && strcmp(opts[FORMAT].text, "bin") == 0)
-        format = NS_FORMAT_BIN;
+        su->format = NS_FORMAT_BIN;
     else if (opts[FORMAT].given && strcmp(opts[FORMAT].text, "csv") != 0) {
         char shown[96];
         opt_quote(shown, sizeof shown, opts[FORMAT].text, 40);
         cli_usage_error("--format '%s' is neither csv nor bin", shown);
     }
-    const char *path = opts[INPUT].text;
+    su->input = opts[INPUT].text;
+    su->output = opts[OUTPUT].text;
+    su->radius_given = opts[RADIUS].given;
+    su->radius = opts[RADIUS].number;
+    su->check = opts[CHECK].given;
+    su->stats = opts[STATS].given;
+}
 
-    /* where the contacts go: checked before anything is read or searched */
-    output out;
-    int rc = output_open(&out, opts[OUTPUT].text);
+/* The times --stats reports, in ms, and the index's bytes. */
+typedef struct pairs_times {
+    double read, build, query, sort, write;
+    size_t index_bytes;
+} pairs_times;
+
+/* --check: the reference's sorted contacts compared with contacts. Returns 0
+ * (*valid says whether they are the same) or the exit status. */
+static int check_contacts(const pairs_setup *su, const ns_particles *p,
+                          const ns_particle_file *file, const ns_contact_list *contacts,
+                          bool *valid)
+{
+    ns_contact_list ref;
+    ns_contact_list_init(&ref);
+    const ns_kernel *reference = cli_reference_kernel();
+    int rc = search(reference, p, &su->cfg, &ref, su->input, file, NULL, NULL, NULL);
+    if (rc == 0) {
+        ns_contact_list_sort(&ref);
+        *valid = same_contacts(su->kernel->name, reference->name, &ref, contacts);
+    }
+    ns_contact_list_free(&ref);
+    return rc;
+}
+
+static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const pairs_times *t)
+{
+    int threads =
+        su->kernel->parallel ? (su->cfg.threads ? su->cfg.threads : omp_get_max_threads()) : 1;
+    fprintf(stderr,
+            "particles          %zu\n"
+            "contacts           %zu\n"
+            "contacts/particle  %.3f\n"
+            "read ms            %.3f\n"
+            "build ms           %.3f\n"
+            "query ms           %.3f\n"
+            "sort ms            %.3f\n"
+            "write ms           %.3f\n"
+            "index bytes        %zu\n"
+            "kernel             %s (%d threads)\n",
+            n, contacts, n ? 2.0 * (double)contacts / (double)n : 0.0, t->read, t->build, t->query,
+            t->sort, t->write, t->index_bytes, su->kernel->name, threads);
+}
+
+/* Reads the particles into file; 0 or the exit status. */
+static int read_input(const pairs_setup *su, ns_particle_file *file, double *read_ms)
+{
+    double t0 = cli_now_ms();
+    int rc = cli_read_particles(su->input, file);
     if (rc)
         return rc;
+    *read_ms = cli_now_ms() - t0;
+    if (file->columns == 3 && !su->radius_given) {
+        cli_say("%s: the particles have no radius column (x,y,z): give --radius R", su->input);
+        return EXIT_USAGE;
+    }
+    if (file->columns == 4 && su->radius_given) {
+        cli_say("%s: the particles have radii (x,y,z,r): --radius is only for x,y,z files",
+                su->input);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
 
-    /* read */
-    double t0 = cli_now_ms();
+int cli_pairs(int argc, char **argv)
+{
+    pairs_setup su;
+    parse_pairs(argc, argv, &su);
+    /* where the contacts go: checked before anything is read or searched */
+    output out;
+    int rc = output_open(&out, su.output);
+    if (rc)
+        return rc;
+    pairs_times t = {0};
     ns_particle_file file = {0};
     ns_contact_list contacts;
     ns_contact_list_init(&contacts);
-    rc = cli_read_particles(path, &file);
-    if (rc)
-        goto done;
-    double read_ms = cli_now_ms() - t0;
-    if (file.columns == 3 && !opts[RADIUS].given) {
-        cli_say("%s: the particles have no radius column (x,y,z): give --radius R", path);
-        rc = EXIT_USAGE;
-        goto done;
-    }
-    if (file.columns == 4 && opts[RADIUS].given) {
-        cli_say("%s: the particles have radii (x,y,z,r): --radius is only for x,y,z files", path);
-        rc = EXIT_USAGE;
-        goto done;
-    }
-    ns_particles p = {file.n, file.pos, file.radius, opts[RADIUS].number};
-
-    /* search */
-    double build_ms, query_ms;
-    size_t index_bytes;
-    rc = search(kernel, &p, &cfg, &contacts, path, &file, &build_ms, &query_ms, &index_bytes);
+    rc = read_input(&su, &file, &t.read);
+    ns_particles p = {file.n, file.pos, file.radius, su.radius};
+    if (rc == 0)
+        rc = search(su.kernel, &p, &su.cfg, &contacts, su.input, &file, &t.build, &t.query,
+                    &t.index_bytes);
     if (rc)
         goto done;
     double t1 = cli_now_ms();
     ns_contact_list_sort(&contacts);
-    double sort_ms = cli_now_ms() - t1;
+    t.sort = cli_now_ms() - t1;
     /* For the tests of --check (tests/cli): NSEARCH_TEST_CORRUPT=1 changes one
      * contact, as a wrong kernel would. */
     const char *corrupt = getenv("NSEARCH_TEST_CORRUPT");
     if (corrupt && strcmp(corrupt, "1") == 0 && contacts.count)
         contacts.items[0].overlap = nextafterf(contacts.items[0].overlap, INFINITY);
-
     bool valid = true;
-    if (opts[CHECK].given) {
-        ns_contact_list ref;
-        ns_contact_list_init(&ref);
-        const ns_kernel *reference = cli_reference_kernel();
-        rc = search(reference, &p, &cfg, &ref, path, &file, NULL, NULL, NULL);
-        if (rc == 0) {
-            ns_contact_list_sort(&ref);
-            valid = same_contacts(kernel->name, reference->name, &ref, &contacts);
-        }
-        ns_contact_list_free(&ref);
-        if (rc)
-            goto done;
-    }
+    if (su.check && (rc = check_contacts(&su, &p, &file, &contacts, &valid)) != 0)
+        goto done;
 
     /* write: a difference found by --check leaves an output file as it was */
     double t2 = cli_now_ms();
     ns_error err;
     if (!valid && out.replace) {
         rc = EXIT_INVALID;
-    } else if (ns_contacts_write(out.f, &contacts, format, &err) != NS_OK) {
+    } else if (ns_contacts_write(out.f, &contacts, su.format, &err) != NS_OK) {
         cli_say("%s: %s", output_name(&out), err.message);
         rc = EXIT_FAIL;
     } else if (!output_commit(&out, true)) {
@@ -233,24 +287,9 @@ int cli_pairs(int argc, char **argv)
     } else {
         rc = valid ? 0 : EXIT_INVALID;
     }
-    double write_ms = cli_now_ms() - t2;
-
-    if (opts[STATS].given && rc != EXIT_FAIL) {
-        fprintf(stderr,
-                "particles          %zu\n"
-                "contacts           %zu\n"
-                "contacts/particle  %.3f\n"
-                "read ms            %.3f\n"
-                "build ms           %.3f\n"
-                "query ms           %.3f\n"
-                "sort ms            %.3f\n"
-                "write ms           %.3f\n"
-                "index bytes        %zu\n"
-                "kernel             %s (%d threads)\n",
-                p.n, contacts.count, p.n ? 2.0 * (double)contacts.count / (double)p.n : 0.0,
-                read_ms, build_ms, query_ms, sort_ms, write_ms, index_bytes, kernel->name,
-                kernel->parallel ? (cfg.threads ? cfg.threads : omp_get_max_threads()) : 1);
-    }
+    t.write = cli_now_ms() - t2;
+    if (su.stats && rc != EXIT_FAIL)
+        print_stats(&su, p.n, contacts.count, &t);
 done:
     output_discard(&out); /* nothing left to drop after a commit */
     ns_contact_list_free(&contacts);

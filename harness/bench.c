@@ -495,46 +495,40 @@ static void run_write(nsb_state *st, config *c)
 }
 
 /* A kernel, or bound: build + query (or count). */
-static void run_search(nsb_state *st, config *c)
+/* The first, untimed search of a configuration: its validation (once, before
+ * any timing) and warm memory for the timed loop. False when the
+ * configuration fails (refused, an error, INVALID): its verdict says why. */
+static bool first_search(nsb_state *st, config *c, ns_index *index, const ns_particles *p,
+                         ns_contact_list *contacts)
 {
     char *msg = c->verdict;
     size_t msg_size = sizeof c->verdict;
     bool bound = c->kind == KIND_BOUND;
-    ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
-    ns_config cfg = ns_config_default();
-    cfg.threads = c->threads;
-    ns_error err;
-    ns_index *index = NULL;
-    ns_contact_list contacts;
-    ns_contact_list_init(&contacts);
-
-    /* a first, untimed search: validation, and warm memory for the loop */
     size_t counted = 0;
-    ns_status s = ns_index_create(c->kernel, &cfg, &index, &err);
+    ns_error err;
+    ns_status s = ns_index_build(index, p, &err);
     if (s == NS_OK)
-        s = ns_index_build(index, &p, &err);
-    if (s == NS_OK)
-        s = bound ? ns_index_count(index, &counted, &err) : ns_index_query(index, &contacts, &err);
+        s = bound ? ns_index_count(index, &counted, &err) : ns_index_query(index, contacts, &err);
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
         fail_config(st, c, is_refusal(s));
-        goto done;
+        return false;
     }
     if (!c->checked && bound && counted != cache.reference.count) {
         snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", c->kernel->name,
                  counted, cache.reference_name, cache.reference.count);
         fail_config(st, c, false);
-        goto done;
+        return false;
     }
-    if (!c->checked && !bound) { /* once per configuration, before any timing */
-        ns_contact_list_sort(&contacts);
-        size_t k = first_difference(&cache.reference, &contacts);
+    if (!c->checked && !bound) {
+        ns_contact_list_sort(contacts);
+        size_t k = first_difference(&cache.reference, contacts);
         if (k != SIZE_MAX) {
             describe_difference(msg, msg_size, cache.reference_name, &cache.reference,
-                                c->kernel->name, &contacts, k);
+                                c->kernel->name, contacts, k);
             fail_config(st, c, false);
-            goto done;
+            return false;
         }
     }
     if (!c->checked) {
@@ -544,11 +538,71 @@ static void run_search(nsb_state *st, config *c)
                  bound ? " (contact count)" : "");
     }
     nsb_set_label(st, msg);
+    return true;
+}
+
+/* The timed loop's sums. */
+typedef struct timed {
+    double build, query; /* seconds over all iterations */
+    int64_t iterations;
+    size_t found; /* contacts of the last iteration (counted, for bound) */
+    disturbance before, after;
+} timed;
+
+/* The counters of a timed configuration (README, "Counters"). */
+static void set_counters(nsb_state *st, const config *c, const ns_index *index, const timed *t)
+{
+    ns_index_info info;
+    ns_index_get_info(index, &info);
+    double seconds = (t->build + t->query) / (double)t->iterations;
+    double per = c->n ? 1.0 / (double)c->n : 0.0;
+    double found = (double)t->found;
+    nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
+    nsb_set_counter(st, "contacts", found, NSB_PLAIN);
+    nsb_set_counter(st, "contacts_per_particle", 2.0 * found * per, NSB_PLAIN);
+    nsb_set_counter(st, "contacts_per_s", found, NSB_PER_ITERATION_RATE);
+    nsb_set_counter(st, "ns_per_particle", seconds * 1e9 * per, NSB_PLAIN);
+    nsb_set_counter(st, "build_ms", t->build / (double)t->iterations * 1e3, NSB_PLAIN);
+    nsb_set_counter(st, "query_ms", t->query / (double)t->iterations * 1e3, NSB_PLAIN);
+    nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
+    nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
+    if (c->kind != KIND_BOUND)
+        nsb_set_counter(st, "candidates_per_contact",
+                        t->found ? (double)info.candidates / found : 0.0, NSB_PLAIN);
+    if (c->kernel->uses_table_size) {
+        nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
+        nsb_set_counter(
+            st, "nonempty_bucket_fraction",
+            info.table_size ? (double)info.nonempty_buckets / (double)info.table_size : 0.0,
+            NSB_PLAIN);
+    }
+    set_disturbance_counters(st, &t->before, &t->after);
+    nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
+}
+
+static void run_search(nsb_state *st, config *c)
+{
+    bool bound = c->kind == KIND_BOUND;
+    ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
+    ns_config cfg = ns_config_default();
+    cfg.threads = c->threads;
+    ns_error err;
+    ns_index *index = NULL;
+    ns_contact_list contacts;
+    ns_contact_list_init(&contacts);
+    ns_status s = ns_index_create(c->kernel, &cfg, &index, &err);
+    if (s != NS_OK) {
+        snprintf(c->verdict, sizeof c->verdict, "%s: %s (%s)", is_refusal(s) ? "refused" : "error",
+                 err.message, ns_status_str(s));
+        fail_config(st, c, is_refusal(s));
+    }
+    if (s != NS_OK || !first_search(st, c, index, &p, &contacts))
+        goto done;
 
     /* the timed loop */
-    double build = 0.0, query = 0.0;
-    int64_t iterations = 0;
-    disturbance before = disturbance_now();
+    timed t = {.build = 0.0};
+    size_t counted = 0;
+    t.before = disturbance_now();
     while (nsb_keep_running(st)) {
         double t0 = now();
         s = ns_index_build(index, &p, &err);
@@ -558,46 +612,21 @@ static void run_search(nsb_state *st, config *c)
                       : ns_index_query(index, &contacts, &err);
         double t2 = now();
         nsb_set_iteration_time(st, t2 - t0);
-        build += t1 - t0;
-        query += t2 - t1;
-        iterations++;
+        t.build += t1 - t0;
+        t.query += t2 - t1;
+        t.iterations++;
         if (s != NS_OK) {
-            snprintf(msg, msg_size, "error while timing: %s (%s)", err.message, ns_status_str(s));
+            snprintf(c->verdict, sizeof c->verdict, "error while timing: %s (%s)", err.message,
+                     ns_status_str(s));
             c->checked = -1;
-            nsb_skip_with_error(st, msg);
+            nsb_skip_with_error(st, c->verdict);
             break;
         }
     }
-    disturbance after = disturbance_now();
-    if (s == NS_OK && iterations > 0) {
-        ns_index_info info;
-        ns_index_get_info(index, &info);
-        double seconds = (build + query) / (double)iterations;
-        double per = c->n ? 1.0 / (double)c->n : 0.0;
-        double found = (double)(bound ? counted : contacts.count);
-        nsb_set_counter(st, "n", (double)c->n, NSB_PLAIN);
-        nsb_set_counter(st, "contacts", found, NSB_PLAIN);
-        nsb_set_counter(st, "contacts_per_particle", 2.0 * found * per, NSB_PLAIN);
-        nsb_set_counter(st, "contacts_per_s", found, NSB_PER_ITERATION_RATE);
-        nsb_set_counter(st, "ns_per_particle", seconds * 1e9 * per, NSB_PLAIN);
-        nsb_set_counter(st, "build_ms", build / (double)iterations * 1e3, NSB_PLAIN);
-        nsb_set_counter(st, "query_ms", query / (double)iterations * 1e3, NSB_PLAIN);
-        nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
-        nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
-        if (!bound)
-            nsb_set_counter(st, "candidates_per_contact",
-                            contacts.count ? (double)info.candidates / (double)contacts.count : 0.0,
-                            NSB_PLAIN);
-        if (c->kernel->uses_table_size) {
-            nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
-            nsb_set_counter(
-                st, "nonempty_bucket_fraction",
-                info.table_size ? (double)info.nonempty_buckets / (double)info.table_size : 0.0,
-                NSB_PLAIN);
-        }
-        set_disturbance_counters(st, &before, &after);
-        nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
-    }
+    t.after = disturbance_now();
+    t.found = bound ? counted : contacts.count;
+    if (s == NS_OK && t.iterations > 0)
+        set_counters(st, c, index, &t);
 done:
     ns_index_destroy(index);
     ns_contact_list_free(&contacts);

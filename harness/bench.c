@@ -968,9 +968,10 @@ static bool has_word(const char *list, const char *word)
     return false;
 }
 
-static void context_cpu(void)
+/* cpu_model and cpu_signature */
+static void context_cpu_identity(void)
 {
-    char buf[512], flags[4096];
+    char buf[512];
     if (!cpuinfo_field("model name", buf, sizeof buf))
         snprintf(buf, sizeof buf, NOT_VISIBLE);
     nsb_add_context("cpu_model", buf);
@@ -988,9 +989,13 @@ static void context_cpu(void)
     else
         snprintf(buf, sizeof buf, NOT_VISIBLE);
     nsb_add_context("cpu_signature", buf);
+}
 
-    /* the extensions this build compiles for (the harness is compiled with
-     * the library's -march), then what the processor reports */
+/* isa: the extensions this build compiles for (the harness is compiled with
+ * the library's -march), then what the processor reports */
+static void context_isa(void)
+{
+    char buf[512], flags[4096];
     char isa[256] = "build:";
     size_t base = strlen(isa);
 #ifdef __AVX512F__
@@ -1019,9 +1024,13 @@ static void context_cpu(void)
     else
         snprintf(buf, sizeof buf, "%s; cpu: " NOT_VISIBLE, isa);
     nsb_add_context("isa", buf);
+}
 
-    /* threads per core: cpu0's siblings in the topology, else /proc/cpuinfo */
-    char list[256], active[32], siblings[32], cores[32];
+/* smt: threads per core, from cpu0's siblings in the topology, else
+ * /proc/cpuinfo */
+static void context_smt(void)
+{
+    char buf[512], list[256], active[32], siblings[32], cores[32];
     int per_core = 0;
     if (read_line("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list", list,
                   sizeof list)) {
@@ -1051,10 +1060,13 @@ static void context_cpu(void)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "; cpuinfo siblings %s, cpu cores %s",
                  siblings, cores);
     nsb_add_context("smt", buf);
+}
 
-    /* data and unified caches seen by cpu0 (cache_sizes: Google Benchmark's
-     * context has its own caches, a list, and one key must not appear twice) */
-    buf[0] = 0;
+/* cache_sizes: the data and unified caches seen by cpu0 (Google Benchmark's
+ * context has its own caches, a list, and one key must not appear twice) */
+static void context_caches(void)
+{
+    char buf[512] = "";
     for (int k = 0; k < 16; k++) {
         char path[128], level[16], type[32], size[32];
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/", k);
@@ -1068,6 +1080,14 @@ static void context_cpu(void)
                  level, strcmp(type, "Data") == 0 ? "d" : "", size);
     }
     nsb_add_context("cache_sizes", buf[0] ? buf : NOT_VISIBLE);
+}
+
+static void context_cpu(void)
+{
+    context_cpu_identity();
+    context_isa();
+    context_smt();
+    context_caches();
 }
 
 static void context_system(void)
@@ -1431,6 +1451,56 @@ static bool has_flag(int argc, char **argv, const char *prefix)
     return false;
 }
 
+/* The results file: written as DIR/.bench.json.tmp and renamed to
+ * DIR/bench.json when complete (DIR/bench.partial.json when interrupted);
+ * DIR is out_dir, or results/<host>/<UTC timestamp>. */
+static void results_to(char *program, const char *out_dir)
+{
+    static char out_flag[1100];
+    char dir[700], host[256] = "unknown", stamp[32];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    time_t t = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
+    if (out_dir)
+        snprintf(dir, sizeof dir, "%s", out_dir);
+    else
+        snprintf(dir, sizeof dir, "results/%s/%s", host, stamp);
+    make_dirs(dir);
+    snprintf(results_tmp, sizeof results_tmp, "%s/.bench.json.tmp", dir);
+    snprintf(results_final, sizeof results_final, "%s/bench.json", dir);
+    snprintf(results_partial, sizeof results_partial, "%s/bench.partial.json", dir);
+    snprintf(out_flag, sizeof out_flag, "--benchmark_out=%s", results_tmp);
+    char *extra[] = {program, out_flag, (char *)"--benchmark_out_format=json", NULL};
+    int extra_argc = 3;
+    nsb_initialize(&extra_argc, extra);
+    signal(SIGINT, on_interrupt);
+    signal(SIGTERM, on_interrupt);
+}
+
+/* What the run says at its end on standard error; the exit status. */
+static int finish(void)
+{
+    if (results_tmp[0]) {
+        if (rename(results_tmp, results_final) != 0)
+            die("cannot rename %s: %s", results_tmp, strerror(errno));
+        fprintf(stderr, "nsearch-bench: results in %s\n", results_final);
+    }
+    for (size_t k = 0; k < nsb_noisy_count(); k++) {
+        double cv;
+        const char *name = nsb_noisy_name(k, &cv);
+        fprintf(stderr,
+                "nsearch-bench: NOISY: %s: repetitions spread %.1f%% (coefficient of variation "
+                "above 5%%); rerun on a quieter machine\n",
+                name, 100.0 * cv);
+    }
+    fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID\n", n_valid,
+            n_refused, n_invalid);
+    if (any_invalid)
+        fprintf(stderr, "nsearch-bench: FAILED: some contacts differ from the reference\n");
+    return any_invalid ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     char loadavg[128];
@@ -1472,28 +1542,8 @@ int main(int argc, char **argv)
         wait_policy_late = true; /* no /proc: the policy is recorded as unapplied */
     }
 
-    static char out_flag[1100];
-    if (!listing && !o.no_results && !user_out) {
-        char dir[700], host[256] = "unknown", stamp[32];
-        gethostname(host, sizeof host);
-        host[sizeof host - 1] = 0;
-        time_t t = time(NULL);
-        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&t));
-        if (o.out_dir)
-            snprintf(dir, sizeof dir, "%s", o.out_dir);
-        else
-            snprintf(dir, sizeof dir, "results/%s/%s", host, stamp);
-        make_dirs(dir);
-        snprintf(results_tmp, sizeof results_tmp, "%s/.bench.json.tmp", dir);
-        snprintf(results_final, sizeof results_final, "%s/bench.json", dir);
-        snprintf(results_partial, sizeof results_partial, "%s/bench.partial.json", dir);
-        snprintf(out_flag, sizeof out_flag, "--benchmark_out=%s", results_tmp);
-        char *extra[] = {argv[0], out_flag, (char *)"--benchmark_out_format=json", NULL};
-        int extra_argc = 3;
-        nsb_initialize(&extra_argc, extra);
-        signal(SIGINT, on_interrupt);
-        signal(SIGTERM, on_interrupt);
-    }
+    if (!listing && !o.no_results && !user_out)
+        results_to(argv[0], o.out_dir);
     if (!listing)
         warn_load(cores);
         /* a first parallel region, so the thread pool exists before any timing */
@@ -1509,24 +1559,5 @@ int main(int argc, char **argv)
 
     free(args);
     free(configs);
-    if (listing)
-        return 0;
-    if (results_tmp[0]) {
-        if (rename(results_tmp, results_final) != 0)
-            die("cannot rename %s: %s", results_tmp, strerror(errno));
-        fprintf(stderr, "nsearch-bench: results in %s\n", results_final);
-    }
-    for (size_t k = 0; k < nsb_noisy_count(); k++) {
-        double cv;
-        const char *name = nsb_noisy_name(k, &cv);
-        fprintf(stderr,
-                "nsearch-bench: NOISY: %s: repetitions spread %.1f%% (coefficient of variation "
-                "above 5%%); rerun on a quieter machine\n",
-                name, 100.0 * cv);
-    }
-    fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID\n", n_valid,
-            n_refused, n_invalid);
-    if (any_invalid)
-        fprintf(stderr, "nsearch-bench: FAILED: some contacts differ from the reference\n");
-    return any_invalid ? 1 : 0;
+    return listing ? 0 : finish();
 }

@@ -150,6 +150,69 @@ static int check_replaceable(const char *path, const char *target, const struct 
     return 0;
 }
 
+/* A character device or a FIFO (which waits for its reader): written
+ * directly. */
+static int open_directly(output *o, const char *path, const char *target)
+{
+    int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return refuse(path, "cannot open it for writing: %s", strerror(errno));
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        close(fd);
+        return refuse(path, "%s", strerror(errno));
+    }
+    o->own_file = true;
+    return 0;
+}
+
+/* The temporary beside the target (temp_path), with the target's owner,
+ * group and mode when it exists (st), else a new file's. */
+static int open_temporary(output *o, const char *path, const struct stat *st)
+{
+    bool exists = st != NULL;
+    /* A signal between mkstemp and TEMP_ACTIVE would leave the file
+     * behind: it waits until both are done. */
+    sigset_t previous;
+    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
+    int fd = mkstemp(temp_path);
+    int saved = errno;
+    atomic_store(&temp_state, fd >= 0 ? TEMP_ACTIVE : TEMP_NONE);
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+    if (fd < 0)
+        return refuse(path, "cannot create a file in its folder: %s", strerror(saved));
+    o->replace = true;
+    o->own_file = true;
+    /* mkstemp made it 0600 and ours: now the target's owner, group and mode
+     * (chown first, since it clears the set-id bits), or what a new file gets. */
+    if (exists && (st->st_uid != geteuid() || st->st_gid != getegid()) &&
+        fchown(fd, st->st_uid, st->st_gid) != 0) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path,
+                      "cannot give a new file the owner and group of this one (%s); refusing to "
+                      "change who can read it: write elsewhere",
+                      strerror(saved));
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, exists ? st->st_mode & 07777 : 0666 & ~mask) != 0) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path, "cannot set the mode of the new file: %s", strerror(saved));
+    }
+    o->f = fdopen(fd, "wb");
+    if (!o->f) {
+        saved = errno;
+        close(fd);
+        output_discard(o);
+        return refuse(path, "%s", strerror(saved));
+    }
+    return 0;
+}
+
 int output_open(output *o, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -185,19 +248,8 @@ int output_open(output *o, const char *path)
     if (!replace && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
         return refuse(path, "%s", "is neither a regular file, a character device nor a FIFO");
 
-    if (!replace) {
-        /* written directly: a character device, a FIFO (waits for its reader) */
-        int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-            return refuse(path, "cannot open it for writing: %s", strerror(errno));
-        o->f = fdopen(fd, "wb");
-        if (!o->f) {
-            close(fd);
-            return refuse(path, "%s", strerror(errno));
-        }
-        o->own_file = true;
-        return 0;
-    }
+    if (!replace)
+        return open_directly(o, path, target);
     if (exists) {
         int rc = check_replaceable(path, target, &st);
         if (rc)
@@ -207,47 +259,7 @@ int output_open(output *o, const char *path)
         return refuse(path, "%s", "the path is too long");
     if (target != target_path)
         snprintf(target_path, sizeof target_path, "%s", target);
-
-    /* A signal between mkstemp and TEMP_ACTIVE would leave the file
-     * behind: it waits until both are done. */
-    sigset_t previous;
-    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
-    int fd = mkstemp(temp_path);
-    int saved = errno;
-    atomic_store(&temp_state, fd >= 0 ? TEMP_ACTIVE : TEMP_NONE);
-    sigprocmask(SIG_SETMASK, &previous, NULL);
-    if (fd < 0)
-        return refuse(path, "cannot create a file in its folder: %s", strerror(saved));
-    o->replace = true;
-    o->own_file = true;
-    /* mkstemp made it 0600 and ours: now the target's owner, group and mode
-     * (chown first, since it clears the set-id bits), or what a new file gets. */
-    if (exists && (st.st_uid != geteuid() || st.st_gid != getegid()) &&
-        fchown(fd, st.st_uid, st.st_gid) != 0) {
-        saved = errno;
-        close(fd);
-        output_discard(o);
-        return refuse(path,
-                      "cannot give a new file the owner and group of this one (%s); refusing to "
-                      "change who can read it: write elsewhere",
-                      strerror(saved));
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask) != 0) {
-        saved = errno;
-        close(fd);
-        output_discard(o);
-        return refuse(path, "cannot set the mode of the new file: %s", strerror(saved));
-    }
-    o->f = fdopen(fd, "wb");
-    if (!o->f) {
-        saved = errno;
-        close(fd);
-        output_discard(o);
-        return refuse(path, "%s", strerror(saved));
-    }
-    return 0;
+    return open_temporary(o, path, exists ? &st : NULL);
 }
 
 void output_discard(output *o)

@@ -3,7 +3,8 @@
 #   cmake -DEXE=<program> -DOUT=<file> -P discover.cmake
 #
 # Runs `EXE --ctest` (testlib.h: one line per ctest, fields separated by
-# tabs: name, label, OMP_NUM_THREADS or "-", then the program's arguments)
+# tabs: name, labels separated by commas, OMP_NUM_THREADS or "-", then the
+# program's arguments)
 # and writes OUT, which ctest includes: an add_test() and a
 # set_tests_properties() per line. Run after every build of the program, so
 # a case exists in exactly one place, the program's table of cases.
@@ -11,7 +12,6 @@ execute_process(COMMAND "${EXE}" --ctest OUTPUT_VARIABLE listing RESULT_VARIABLE
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${EXE} --ctest failed (${status}): its tests cannot be registered")
 endif()
-string(REPLACE ";" "\\;" listing "${listing}")
 string(REPLACE "\n" ";" lines "${listing}")
 set(script "")
 foreach(line IN LISTS lines)
@@ -24,7 +24,8 @@ foreach(line IN LISTS lines)
   foreach(arg IN LISTS fields)
     string(APPEND command " [==[${arg}]==]")
   endforeach()
-  set(properties "LABELS [==[${label}]==] TIMEOUT 300")
+  string(REPLACE "," ";" label "${label}")
+  set(properties "LABELS \"${label}\" TIMEOUT 300")
   if(NOT threads STREQUAL "-")
     string(APPEND properties " ENVIRONMENT OMP_NUM_THREADS=${threads}")
   endif()

@@ -414,7 +414,8 @@ static void kernel_ctests(void)
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         char name[200];
         snprintf(name, sizeof name, "alloc/%s", ns_kernel_at(k)->name);
-        tl_ctest(name, NULL, 2, "kernel", ns_kernel_at(k)->name, NULL);
+        tl_ctest(name, tl_kernel_label(ns_kernel_at(k), NULL), 2, "kernel", ns_kernel_at(k)->name,
+                 NULL);
     }
 }
 

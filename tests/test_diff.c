@@ -97,7 +97,8 @@ static void diff_ctests(void)
                 char name[200];
                 snprintf(name, sizeof name, "diff/%s/%s/t%d", K->name, ns_workload_at(w)->name,
                          threads[t]);
-                tl_ctest(name, NULL, threads[t], "diff", K->name, ns_workload_at(w)->name);
+                tl_ctest(name, tl_kernel_label(K, NULL), threads[t], "diff", K->name,
+                         ns_workload_at(w)->name);
             }
     }
 }

@@ -453,6 +453,17 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
 
 static const tl_suite *listed_suite; /* the suite tl_ctest() lists for */
 
+const char *tl_kernel_label(const ns_kernel *K, const char *label)
+{
+    static char both[64];
+    if (!label)
+        label = listed_suite->label;
+    if (K->parallel)
+        return label;
+    snprintf(both, sizeof both, "%s,serial", label);
+    return both;
+}
+
 void tl_ctest(const char *name, const char *label, int threads, const char *arg0, const char *arg1,
               const char *arg2)
 {
@@ -481,9 +492,10 @@ static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncas
         }
         if (cases[i].each_kernel) {
             for (size_t k = 0; k < ns_kernel_count(); k++) {
-                const char *kernel = ns_kernel_at(k)->name;
-                snprintf(name, sizeof name, "%s/%s/%s", suite->name, cases[i].name, kernel);
-                tl_ctest(name, cases[i].label, cases[i].threads, cases[i].name, kernel, NULL);
+                const ns_kernel *K = ns_kernel_at(k);
+                snprintf(name, sizeof name, "%s/%s/%s", suite->name, cases[i].name, K->name);
+                tl_ctest(name, tl_kernel_label(K, cases[i].label), cases[i].threads,
+                         cases[i].name, K->name, NULL);
             }
             continue;
         }

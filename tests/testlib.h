@@ -107,8 +107,8 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
 
 /* A test program's cases. `prog CASE [ARGS...]` runs one case and reports
  * it; `prog` alone lists the case names; `prog --ctest` lists the program's
- * ctests, one per line: name, label, OMP_NUM_THREADS ("-": unset), then the
- * program's arguments, separated by tabs. tests/discover.cmake turns that
+ * ctests, one per line: name, labels (separated by commas), OMP_NUM_THREADS
+ * ("-": unset), then the program's arguments, separated by tabs. tests/discover.cmake turns that
  * list into the ctests when the program is built, so a case is registered
  * once: in its program's table. */
 typedef struct tl_case {
@@ -136,6 +136,10 @@ typedef struct tl_suite {
  * name first; NULL ends them). */
 void tl_ctest(const char *name, const char *label, int threads, const char *arg0,
               const char *arg1, const char *arg2);
+/* The label of a kernel's ctest: label (NULL: the suite's), and "serial"
+ * too for a kernel that uses no threads, which ThreadSanitizer's runs leave
+ * out. For the ctests() functions. */
+const char *tl_kernel_label(const ns_kernel *K, const char *label);
 int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc, char **argv);
 
 #endif /* NS_TESTLIB_H */

@@ -384,6 +384,45 @@ static ns_status check_params(const ns_sim_params *p, size_t n, const float *rad
     return NS_OK;
 }
 
+/* The particles copied in, centres clamped into the box, at rest; the
+ * search radii, inverse masses and shock scale. */
+static void place_particles(ns_sim *sim, const float *pos, const float *radius)
+{
+    size_t n = sim->n;
+    float max_radius = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        max_radius = radius[i] > max_radius ? radius[i] : max_radius;
+    const float widen = 0.5f * sim->p.margin * max_radius;
+    sim->shock = max_radius > 0.0f ? sim->p.shock / (2.0f * max_radius) : 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float ri = radius[i];
+        sim->r[i] = ri;
+        sim->rs[i] = ri + widen;
+        sim->w[i] = ri > 0.0f ? 1.0 / ((double)ri * ri * ri) : 0.0;
+        memcpy(sim->q + 3 * i, pos + 3 * i, 3 * sizeof(float));
+        clamp_to_box(sim, sim->q + 3 * i, ri);
+    }
+    if (n)
+        memset(sim->v, 0, 3 * n * sizeof(float));
+}
+
+/* Overlaps at the start: relaxed before anything moves. */
+static ns_status relax_start(ns_sim *sim, ns_error *err)
+{
+    ns_status st = NS_OK;
+    for (int round = 0; round < START_MAX_ROUNDS && st == NS_OK; round++) {
+        bool rebuilt;
+        st = search(sim, sim->q, &rebuilt, err);
+        if (st == NS_OK)
+            st = neighbour_lists(sim, err);
+        if (st == NS_OK && worst_overlap(sim) <= START_TOLERANCE)
+            break;
+        if (st == NS_OK)
+            resolve(sim, sim->p.iterations);
+    }
+    return st;
+}
+
 ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
                         const ns_sim_params *params, size_t n, const float *pos,
                         const float *radius, ns_sim **out, ns_error *err)
@@ -429,32 +468,8 @@ ns_status ns_sim_create(const ns_kernel *kernel, const ns_config *config,
         ns_sim_destroy(sim);
         return st;
     }
-    float max_radius = 0.0f;
-    for (size_t i = 0; i < n; i++)
-        max_radius = radius[i] > max_radius ? radius[i] : max_radius;
-    const float widen = 0.5f * params->margin * max_radius;
-    sim->shock = max_radius > 0.0f ? params->shock / (2.0f * max_radius) : 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        float ri = radius[i];
-        sim->r[i] = ri;
-        sim->rs[i] = ri + widen;
-        sim->w[i] = ri > 0.0f ? 1.0 / ((double)ri * ri * ri) : 0.0;
-        memcpy(sim->q + 3 * i, pos + 3 * i, 3 * sizeof(float));
-        clamp_to_box(sim, sim->q + 3 * i, ri);
-    }
-    if (n)
-        memset(sim->v, 0, 3 * n * sizeof(float));
-    /* Overlaps at the start: relax them before anything moves. */
-    for (int round = 0; round < START_MAX_ROUNDS && st == NS_OK; round++) {
-        bool rebuilt;
-        st = search(sim, sim->q, &rebuilt, err);
-        if (st == NS_OK)
-            st = neighbour_lists(sim, err);
-        if (st == NS_OK && worst_overlap(sim) <= START_TOLERANCE)
-            break;
-        if (st == NS_OK)
-            resolve(sim, sim->p.iterations);
-    }
+    place_particles(sim, pos, radius);
+    st = relax_start(sim, err);
     if (st != NS_OK) {
         ns_sim_destroy(sim);
         return st;

@@ -635,7 +635,11 @@ static ns_contact *flush(found *fd, const view *v, ns_contact *out)
         /* the fields, in place, for store16() */
         fd->a[t] = c.i, fd->b[t] = c.j, fd->s[t] = c.overlap;
         fd->dx[t] = c.nx, fd->dy[t] = c.ny, fd->dz[t] = c.nz;
+#else
+        out[t] = c;
+#endif
     }
+#if defined(__AVX512F__)
     uint32_t t = 0; /* one by one up to a 64-byte boundary, then 16 at a time */
     for (; t < m && ((uintptr_t)(out + t) & 63) != 0; t++)
         out[t] = (ns_contact){fd->a[t], fd->b[t], fd->s[t], fd->dx[t], fd->dy[t], fd->dz[t]};
@@ -644,9 +648,6 @@ static ns_contact *flush(found *fd, const view *v, ns_contact *out)
     _mm_sfence(); /* the streamed lines are visible before anything later */
     for (; t < m; t++)
         out[t] = (ns_contact){fd->a[t], fd->b[t], fd->s[t], fd->dx[t], fd->dy[t], fd->dz[t]};
-#else
-        out[t] = c;
-    }
 #endif
     fd->count = 0;
     return out + m;

@@ -302,6 +302,7 @@ def write_plot_data(out, a, b, rows, band):
     subtitle = f"A: {a.machine_label()}, {a.date()}; B: {b.machine_label()}, {b.date()}"
     with open(os.path.join(out, "meta.gp"), "w") as f:
         f.write(f"subtitle = {gp_text(subtitle)}\n")
+        f.write(f"headline = {gp_text(a.headline_workload())}\n")
         f.write(f"blocks_compare = {blocks}\n")
         f.write(f"band = {band:g}\n")
         f.write(f"one_process = {int(one)}\n")

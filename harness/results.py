@@ -291,7 +291,8 @@ def plotdata(all_figures, out):
     f = all_figures[0]
     r = f.run
     hw = r.headline_workload()  # uniform
-    meta = {"subtitle": f"{r.machine_label()}, {r.date()}, {r.rounds} round(s)", "blocks": {}}
+    meta = {"subtitle": f"{r.machine_label()}, {r.date()}, {r.rounds} round(s)", "blocks": {},
+            "headline": hw}
     lines = [(k, t) for k, t in r.lines(hw) if k != WRITE]
     ref = r.reference_kernel()  # naive
     naive = {c.n: c for c in r.series(hw, ref, 1)}
@@ -438,6 +439,7 @@ def plotdata(all_figures, out):
         meta["machines_n"] = n_m
     with open(os.path.join(out, "meta.gp"), "w") as fh:
         fh.write(f'subtitle = {gp_text(meta["subtitle"])}\n')
+        fh.write(f'headline = {gp_text(meta["headline"])}\n')
         lin, quad = meta.get("lin", (1000, 1.0)), meta.get("quad", (1000, 10.0))
         fh.write(f"lin_n0 = {lin[0]}.0\nlin_t0 = {lin[1]}\nquad_n0 = {quad[0]}.0\n"
                  f"quad_t0 = {quad[1]}\n")

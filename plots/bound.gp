@@ -4,7 +4,7 @@
 # thread count.
 name = "bound"
 load plots.'/common.gp'
-set title titled("Time as a multiple of bound: grid\\_sorted's binning + contact count, no output (uniform)")
+set title titled(sprintf("Time as a multiple of bound: grid\\_sorted's binning + contact count, no output (%s)", headline))
 set xlabel "particles n"
 set ylabel "time / bound's time (same n, threads; bars: 95% interval)"
 set logscale xy

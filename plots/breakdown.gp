@@ -2,7 +2,7 @@
 # (log scale: the build is often a small fraction).
 name = "breakdown"
 load plots.'/common.gp'
-set title titled(sprintf("Build and query time at n = %d (uniform)", breakdown_n))
+set title titled(sprintf("Build and query time at n = %d (%s)", breakdown_n, headline))
 set ylabel "time per search, ms (log scale; bars: 95% interval)"
 set logscale y
 set style data histograms

@@ -5,7 +5,7 @@
 # circle), inconclusive (cross).
 name = "compare"
 load plots.'/common.gp'
-set title titled("B vs A: ratio of median times B / A with 95 % intervals (uniform)")
+set title titled(sprintf("B vs A: ratio of median times B / A with 95 %% intervals (%s)", headline))
 set xlabel "particles n"
 set ylabel "time ratio B / A (below 1: B is faster)"
 set logscale xy
@@ -23,7 +23,7 @@ if (one_process) {
 # 3 inconclusive
 verdict_pt(code) = code == 1 ? 11 : code == 2 ? 9 : code == 0 ? 6 : 2
 if (blocks_compare == 0) {
-    set label 2 "no configuration on uniform in both files" at graph 0.5, graph 0.5 center
+    set label 2 sprintf("no configuration on %s in both files", headline) at graph 0.5, graph 0.5 center
     set xrange [100:100000]
     plot NaN notitle
 } else {

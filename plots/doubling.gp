@@ -2,7 +2,7 @@
 # frame rate), 2 for O(n) (it only halves it).
 name = "doubling"
 load plots.'/common.gp'
-set title titled("Cost of doubling the particles: t(2n) / t(n) (uniform)")
+set title titled(sprintf("Cost of doubling the particles: t(2n) / t(n) (%s)", headline))
 set xlabel "particles n (before doubling)"
 set ylabel "t(2n) / t(n) (bars: 95% interval)"
 set logscale x

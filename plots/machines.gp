@@ -1,7 +1,7 @@
 # machines - the same kernels on each machine (several result files).
 name = "machines"
 load plots.'/common.gp'
-set title titled(sprintf("Machines side by side: time per search at n = %d (uniform)", machines_n))
+set title titled(sprintf("Machines side by side: time per search at n = %d (%s)", machines_n, headline))
 set ylabel "time per search, ms (median; bars: 95% interval)"
 set logscale y
 set style data histograms

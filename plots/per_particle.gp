@@ -2,7 +2,7 @@
 # O(n^2); where each kernel first beats naive is marked.
 name = "per_particle"
 load plots.'/common.gp'
-set title titled("Time per particle vs particle count (uniform)")
+set title titled(sprintf("Time per particle vs particle count (%s)", headline))
 set xlabel "particles n"
 set ylabel "search time per particle, ns (bars: 95% interval)"
 set logscale xy

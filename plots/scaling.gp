@@ -2,7 +2,7 @@
 # 95% interval bars, dashed O(n) and O(n^2) guides, fitted exponents in the legend.
 name = "scaling"
 load plots.'/common.gp'
-set title titled("Time per search vs particle count (uniform, about 30 contacts per particle)")
+set title titled(sprintf("Time per search vs particle count (%s, about 30 contacts per particle)", headline))
 set xlabel "particles n"
 set ylabel "time per search, ms (median, bars: 95% interval)"
 set logscale xy

@@ -1,7 +1,7 @@
 # speedup - parallel kernels: time with 1 thread over time with T threads.
 name = "speedup"
 load plots.'/common.gp'
-set title titled(sprintf("Parallel speed-up: t(1 thread) / t(%d threads) (uniform)", threads))
+set title titled(sprintf("Parallel speed-up: t(1 thread) / t(%d threads) (%s)", threads, headline))
 set xlabel "particles n"
 set ylabel "speed-up (bars: 95% interval)"
 set logscale x

@@ -94,7 +94,6 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
     const state *s = p;
     const ns__grid *g = &in->grid;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
-    ns_contact c;
     size_t tested = 0;
     for (size_t i = 0; i < in->n; i++) {
         const float *x = in->pos + 3 * i;
@@ -109,17 +108,10 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
             for (int64_t y = lo[1]; y <= hi[1]; y++)
                 for (int64_t xc = lo[0]; xc <= hi[0]; xc++) {
                     size_t cell = (size_t)((z * s->dim[1] + y) * s->dim[0] + xc);
-                    for (uint32_t e = start[cell]; e < start[cell + 1]; e++) {
-                        uint32_t j = entries[e];
-                        if (j <= i)
-                            continue;
-                        tested++;
-                        if (ns__contact(in, (uint32_t)i, j, &c)) {
-                            ns_status st = ns__list_push(out, &c, in->max_contacts, err);
-                            if (st != NS_OK)
-                                return st;
-                        }
-                    }
+                    ns_status st = ns__test_entries(in, (uint32_t)i, entries, start[cell],
+                                                    start[cell + 1], out, &tested, err);
+                    if (st != NS_OK)
+                        return st;
                 }
     }
     *candidates = tested;

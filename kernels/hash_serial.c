@@ -56,7 +56,6 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
     const state *s = p;
     const uint32_t *start = s->start.a, *entries = s->entries.a;
     ns__neighbours nb = {.count = -1};
-    ns_contact c;
     size_t tested = 0;
     /* bucket by bucket, so neighbouring particles are visited together */
     for (size_t b = 0; b < s->table_size; b++)
@@ -65,18 +64,13 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *out, size_
             int64_t cell[3];
             ns__particle_cell(in, i, cell);
             const ns__neighbours *near = ns__neighbours_around(&nb, in, cell);
-            for (int k = 0; k < near->count; k++)
-                for (uint32_t f = start[near->bucket[k]]; f < start[near->bucket[k] + 1]; f++) {
-                    uint32_t j = entries[f];
-                    if (j <= i)
-                        continue;
-                    tested++;
-                    if (ns__contact(in, i, j, &c)) {
-                        ns_status st = ns__list_push(out, &c, in->max_contacts, err);
-                        if (st != NS_OK)
-                            return st;
-                    }
-                }
+            for (int k = 0; k < near->count; k++) {
+                uint32_t b2 = near->bucket[k];
+                ns_status st =
+                    ns__test_entries(in, i, entries, start[b2], start[b2 + 1], out, &tested, err);
+                if (st != NS_OK)
+                    return st;
+            }
         }
     *candidates = tested;
     return NS_OK;

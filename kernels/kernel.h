@@ -105,4 +105,26 @@ static inline const ns__neighbours *ns__neighbours_around(ns__neighbours *nb, co
     return nb;
 }
 
+/* Particle i against the particles entries[lo .. hi) above it (each pair
+ * once): every contact pushed onto out, *tested += the pairs tested. The
+ * inner loop of the serial cell and hash kernels. */
+static inline ns_status ns__test_entries(const ns__input *in, uint32_t i, const uint32_t *entries,
+                                         uint32_t lo, uint32_t hi, ns_contact_list *out,
+                                         size_t *tested, ns_error *err)
+{
+    ns_contact c;
+    for (uint32_t e = lo; e < hi; e++) {
+        uint32_t j = entries[e];
+        if (j <= i)
+            continue;
+        ++*tested;
+        if (ns__contact(in, i, j, &c)) {
+            ns_status st = ns__list_push(out, &c, in->max_contacts, err);
+            if (st != NS_OK)
+                return st;
+        }
+    }
+    return NS_OK;
+}
+
 #endif /* NS_KERNEL_H */

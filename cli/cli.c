@@ -70,14 +70,6 @@ const ns_kernel *cli_kernel(const char *name)
     return k;
 }
 
-const ns_kernel *cli_reference_kernel(void)
-{
-    for (size_t k = 0; k < ns_kernel_count(); k++)
-        if (ns_kernel_at(k)->reference == 1)
-            return ns_kernel_at(k);
-    return NULL; /* the table always has one (test: unit/kernel_table) */
-}
-
 opt cli_threads_option(void)
 {
     return (opt)OPT_COUNT_ENTRY("--threads", 1, (unsigned long long)ns_max_threads());

@@ -43,9 +43,6 @@ void cli_parse(int argc, char **argv, opt *opts, int nopts, const char *help);
 /* The kernel of that name, or a usage error listing the kernels. */
 const ns_kernel *cli_kernel(const char *name);
 
-/* The kernel the table marks as the reference (reference == 1: naive). */
-const ns_kernel *cli_reference_kernel(void);
-
 /* The --threads option's range: 1 to ns_max_threads(). */
 opt cli_threads_option(void);
 

@@ -9,7 +9,8 @@
 /* An array with one object per kernel, in table order: every field of
  * struct ns_kernel but ops. */
 void table_json_kernels(FILE *f);
-/* The same for the workloads (name, description, cache_version, at_rest). */
+/* The same for the workloads: every field of struct ns_workload but
+ * generate. */
 void table_json_workloads(FILE *f);
 
 #endif /* NS_TABLE_JSON_H */

@@ -73,7 +73,7 @@
 #define WRITE_PATTERN 64   /* contacts repeated by write (a power of two) */
 
 static const size_t headline_sizes[] = {100,  200,   500,   1000,  2000,
-                                       5000, 10000, 20000, 50000, 100000};
+                                        5000, 10000, 20000, 50000, 100000};
 static const size_t other_sizes[] = {1000, 10000, 100000};
 static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 10000000};
 
@@ -265,15 +265,6 @@ static void write_reference(const char *w, size_t n)
     }
 }
 
-/* The kernel the table marks with this reference rank; NULL when none. */
-static const ns_kernel *reference_kernel(int rank)
-{
-    for (size_t k = 0; k < ns_kernel_count(); k++)
-        if (ns_kernel_at(k)->reference == rank)
-            return ns_kernel_at(k);
-    return NULL;
-}
-
 /* A search for the reference: a parallel kernel with OpenMP's default
  * thread count, a serial one with one thread. */
 static ns_status reference_search(const ns_kernel *k, const ns_particles *p, ns_contact_list *out,
@@ -286,7 +277,7 @@ static ns_status reference_search(const ns_kernel *k, const ns_particles *p, ns_
  * first of ranks 3, 4, ... that succeeds (the table's chain). */
 static void checked_reference(const ns_particles *p, ns_error *err)
 {
-    const ns_kernel *first = reference_kernel(2);
+    const ns_kernel *first = ns_kernel_with_reference(2);
     cache.reference_name = first->name;
     cache.reference_status = reference_search(first, p, &cache.reference, err);
     if (cache.reference_status != NS_OK)
@@ -295,7 +286,7 @@ static void checked_reference(const ns_particles *p, ns_error *err)
     ns_contact_list_init(&second);
     const ns_kernel *other = NULL;
     ns_status s = NS_ERR_INVALID_ARGUMENT;
-    for (int rank = 3; (other = reference_kernel(rank)) != NULL; rank++)
+    for (int rank = 3; (other = ns_kernel_with_reference(rank)) != NULL; rank++)
         if ((s = reference_search(other, p, &second, err)) == NS_OK)
             break;
     size_t k = s == NS_OK ? first_difference(&cache.reference, &second) : SIZE_MAX;
@@ -336,7 +327,7 @@ static void prepare(const char *w, size_t n)
     fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w, n);
     double t0 = now();
     if (n <= REFERENCE_MAX_N) {
-        const ns_kernel *ref = reference_kernel(1);
+        const ns_kernel *ref = ns_kernel_with_reference(1);
         cache.reference_name = ref->name;
         if (reference_dir && read_reference(w, n)) {
             cache.reference_status = NS_OK;
@@ -494,21 +485,23 @@ static void run_write(nsb_state *st, config *c)
     }
 }
 
-/* A kernel, or bound: build + query (or count). */
-/* The first, untimed search of a configuration: its validation (once, before
- * any timing) and warm memory for the timed loop. False when the
- * configuration fails (refused, an error, INVALID): its verdict says why. */
-static bool first_search(nsb_state *st, config *c, ns_index *index, const ns_particles *p,
-                         ns_contact_list *contacts)
+/* The index and the first, untimed search of a configuration: its
+ * validation (once, before any timing) and warm memory for the timed loop.
+ * False when the configuration fails (refused, an error, INVALID): its
+ * verdict says why. */
+static bool first_search(nsb_state *st, config *c, const ns_config *cfg, ns_index **index,
+                         const ns_particles *p, ns_contact_list *contacts)
 {
     char *msg = c->verdict;
     size_t msg_size = sizeof c->verdict;
     bool bound = c->kind == KIND_BOUND;
     size_t counted = 0;
     ns_error err;
-    ns_status s = ns_index_build(index, p, &err);
+    ns_status s = ns_index_create(c->kernel, cfg, index, &err);
     if (s == NS_OK)
-        s = bound ? ns_index_count(index, &counted, &err) : ns_index_query(index, contacts, &err);
+        s = ns_index_build(*index, p, &err);
+    if (s == NS_OK)
+        s = bound ? ns_index_count(*index, &counted, &err) : ns_index_query(*index, contacts, &err);
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
@@ -571,15 +564,16 @@ static void set_counters(nsb_state *st, const config *c, const ns_index *index, 
                         t->found ? (double)info.candidates / found : 0.0, NSB_PLAIN);
     if (c->kernel->uses_table_size) {
         nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
-        nsb_set_counter(
-            st, "nonempty_bucket_fraction",
-            info.table_size ? (double)info.nonempty_buckets / (double)info.table_size : 0.0,
-            NSB_PLAIN);
+        nsb_set_counter(st, "nonempty_bucket_fraction",
+                        info.table_size ? (double)info.nonempty_buckets / (double)info.table_size
+                                        : 0.0,
+                        NSB_PLAIN);
     }
     set_disturbance_counters(st, &t->before, &t->after);
     nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
 }
 
+/* A kernel, or bound: build + query (or count), timed. */
 static void run_search(nsb_state *st, config *c)
 {
     bool bound = c->kind == KIND_BOUND;
@@ -590,18 +584,13 @@ static void run_search(nsb_state *st, config *c)
     ns_index *index = NULL;
     ns_contact_list contacts;
     ns_contact_list_init(&contacts);
-    ns_status s = ns_index_create(c->kernel, &cfg, &index, &err);
-    if (s != NS_OK) {
-        snprintf(c->verdict, sizeof c->verdict, "%s: %s (%s)", is_refusal(s) ? "refused" : "error",
-                 err.message, ns_status_str(s));
-        fail_config(st, c, is_refusal(s));
-    }
-    if (s != NS_OK || !first_search(st, c, index, &p, &contacts))
+    if (!first_search(st, c, &cfg, &index, &p, &contacts))
         goto done;
 
     /* the timed loop */
     timed t = {.build = 0.0};
     size_t counted = 0;
+    ns_status s = NS_OK;
     t.before = disturbance_now();
     while (nsb_keep_running(st)) {
         double t0 = now();

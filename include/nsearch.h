@@ -238,6 +238,9 @@ typedef struct ns_kernel {
 size_t ns_kernel_count(void);
 const ns_kernel *ns_kernel_at(size_t k);           /* NULL when k >= count */
 const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown or name is NULL */
+/* The kernel whose reference field is rank (1: the reference, naive); NULL
+ * when none is, or rank is 0. */
+const ns_kernel *ns_kernel_with_reference(int rank);
 
 /* An index: a kernel's search structure, rebuilt for every particle set. */
 typedef struct ns_index ns_index;
@@ -425,9 +428,9 @@ double ns_sim_kinetic_energy(const ns_sim *sim);
 double ns_sim_potential_energy(const ns_sim *sim);
 
 /* The generator of the `settled` workload: uniform spheres (the release
- * positions of ns_sim_spawn's "uniform") dropped into their box and simulated with grid_sorted until at rest (the
- * kinetic energy below 1e-3 of the potential energy released, at most
- * NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
+ * positions of ns_sim_spawn's "uniform") dropped into their box and
+ * simulated with grid_sorted until at rest (the kinetic energy below 1e-3 of
+ * the potential energy released, at most NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
  * beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
  * side in x and y. Deterministic from (n, seed) at any thread count;
  * threads as config.threads (0: OpenMP's default; above ns_max_threads()

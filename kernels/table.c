@@ -35,3 +35,11 @@ const ns_kernel *ns_kernel_find(const char *name)
             return &kernels[k];
     return NULL;
 }
+
+const ns_kernel *ns_kernel_with_reference(int rank)
+{
+    for (size_t k = 0; rank > 0 && k < ns_kernel_count(); k++)
+        if (kernels[k].reference == rank)
+            return &kernels[k];
+    return NULL;
+}

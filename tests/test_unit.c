@@ -87,8 +87,14 @@ static void t_kernel_table(void)
     CHECK_EQ_I(bounds, 1);
     CHECK_MSG(highest >= 3, "reference ranks up to %d: want a reference and a chain of two",
               highest);
-    for (int r = 1; r <= highest; r++)
+    for (int r = 1; r <= highest; r++) {
         CHECK_MSG(with_rank[r] == 1, "%d kernels with reference %d", with_rank[r], r);
+        const ns_kernel *K = ns_kernel_with_reference(r);
+        CHECK_MSG(K != NULL && K->reference == r, "ns_kernel_with_reference(%d)", r);
+    }
+    CHECK(ns_kernel_with_reference(0) == NULL);
+    CHECK(ns_kernel_with_reference(highest + 1) == NULL);
+    CHECK(ns_kernel_with_reference(-1) == NULL);
 
     check_set_context("kernel lookups");
     CHECK(ns_kernel_at(count) == NULL);

@@ -132,18 +132,11 @@ bool tl_affordable(const ns_workload *w, size_t n)
     return w->cache_version == 0 || n <= TL_COSTLY_MAX_N;
 }
 
-void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s)
-{
-    tl_generate(tl_workload(name), n, seed, s);
-}
-
 const ns_kernel *tl_reference_kernel(void)
 {
-    for (size_t k = 0; k < ns_kernel_count(); k++)
-        if (ns_kernel_at(k)->reference == 1)
-            return ns_kernel_at(k);
-    REQUIRE(!"a kernel with reference 1 in the table");
-    return NULL;
+    const ns_kernel *k = ns_kernel_with_reference(1);
+    REQUIRE(k != NULL);
+    return k;
 }
 
 const ns_kernel *tl_kernel(const char *name)
@@ -494,8 +487,8 @@ static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncas
             for (size_t k = 0; k < ns_kernel_count(); k++) {
                 const ns_kernel *K = ns_kernel_at(k);
                 snprintf(name, sizeof name, "%s/%s/%s", suite->name, cases[i].name, K->name);
-                tl_ctest(name, tl_kernel_label(K, cases[i].label), cases[i].threads,
-                         cases[i].name, K->name, NULL);
+                tl_ctest(name, tl_kernel_label(K, cases[i].label), cases[i].threads, cases[i].name,
+                         K->name, NULL);
             }
             continue;
         }

@@ -51,8 +51,6 @@ void tl_generate(const ns_workload *w, size_t n, uint64_t seed, tl_set *s);
  * (cache_version > 0: it runs a simulation) only up to TL_COSTLY_MAX_N. */
 #define TL_COSTLY_MAX_N 2000
 bool tl_affordable(const ns_workload *w, size_t n);
-/* The same by name. */
-void tl_generate_named(const char *name, size_t n, uint64_t seed, tl_set *s);
 
 const ns_kernel *tl_kernel(const char *name);     /* REQUIREs it exists */
 const ns_kernel *tl_reference_kernel(void);       /* the table's reference 1 (naive) */

@@ -93,36 +93,32 @@ class Run:
 
     def __init__(self, path, context, contexts, configs):
         self.path, self.context, self.contexts, self.configs = path, context, contexts, configs
-
-    def _table(self, key):
-        try:
-            return json.loads(self.context[key])
-        except (KeyError, TypeError, ValueError):
-            return None
+        # the library's tables, read once (None in files written before them)
+        self.kernel_table = context_table(context, "kernel_table")
+        self.workload_table = context_table(context, "workload_table")
 
     def kernel_names(self):
         """The kernels in the library's table order, then bound and write."""
-        table = self._table("kernel_table")
+        table = self.kernel_table
         return (OLD_KERNELS if table is None else [k["name"] for k in table]) + FLOORS
 
     def workload_names(self):
         """The workloads in the library's table order."""
-        table = self._table("workload_table")
+        table = self.workload_table
         return OLD_WORKLOADS if table is None else [w["name"] for w in table]
 
     def reference_kernel(self):
         """The kernel every other is validated against and sped up over (naive)."""
-        table = self._table("kernel_table")
-        if table is None:
+        if self.kernel_table is None:
             return OLD_REFERENCE
-        return next((k["name"] for k in table if k.get("reference") == 1), OLD_REFERENCE)
+        return next((k["name"] for k in self.kernel_table if k.get("reference") == 1),
+                    OLD_REFERENCE)
 
     def headline_workload(self):
         """The workload the scaling figures are drawn on (uniform)."""
-        table = self._table("workload_table")
-        if table is None:
+        if self.workload_table is None:
             return OLD_HEADLINE
-        return next((w["name"] for w in table if w.get("headline")), OLD_HEADLINE)
+        return next((w["name"] for w in self.workload_table if w.get("headline")), OLD_HEADLINE)
 
     def kernel_order(self, kernel):
         return order_key(self.kernel_names(), kernel)
@@ -236,6 +232,16 @@ def cpu_vector_isa(ctx):
         if flag in cpu:
             return name
     return ""
+
+
+def context_table(context, key):
+    """A table the context records as JSON (nsearch-bench's kernel_table,
+    workload_table); None when it has none or it is not a JSON list."""
+    try:
+        table = json.loads(context[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return table if isinstance(table, list) else None
 
 
 def order_key(names, name):

@@ -44,7 +44,8 @@ Sweep options:
   --min-time S        seconds each repetition runs at least (default 0.2; 0.02 with --quick)
 
 Sim options:
-  --kernels A,B       only these kernels (default: all, and grid_sorted with a skin)
+  --kernels A,B       only these kernels (default: all, and the simulation's default,
+                      grid_sorted, with a skin)
   --max-n N           the largest n (default 100,000; naive and naive_omp stop at 20,000)
   --runs R            runs per (kernel, n), each a process of its own; the figure and
                       summary show the median and its 95% interval over them (default 5)
@@ -222,7 +223,7 @@ sim_mode() {
     dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-sim"
     mkdir -p "$dir/figures"
     local tsv="$dir/sim.tsv" start=$SECONDS
-    log "simulation sweep into $dir: kernels ${kernels:-all and grid_sorted+skin}, n up to $max_n, $runs runs, $threads threads"
+    log "simulation sweep into $dir: kernels ${kernels:-all and the default kernel with a skin}, n up to $max_n, $runs runs, $threads threads"
     "$PY" harness/sim_sweep.py --tool "$tool" --out "$tsv" --kernels "$kernels" --max-n "$max_n" \
         --runs "$runs" --skin "$skin" --threads "$threads" --cache-dir "$CACHE" ||
         die "the simulation sweep failed"

@@ -100,7 +100,7 @@ static double worst_overlap(size_t n, const float *pos, const float *radius)
     ns_contact_list c;
     ns_contact_list_init(&c);
     double worst = 0.0;
-    if (ns_find_contacts(ns_kernel_find("grid_sorted"), &p, NULL, &c, NULL) != NS_OK)
+    if (ns_find_contacts(ns_sim_default_kernel(), &p, NULL, &c, NULL) != NS_OK)
         worst = NAN;
     for (size_t k = 0; k < c.count; k++) {
         float a = radius[c.items[k].i], b = radius[c.items[k].j], smaller = a < b ? a : b;
@@ -174,7 +174,7 @@ static void parse_sim(int argc, char **argv, sim_setup *su)
         cli_usage_error("unknown layout '%s' (see 'nsearch workloads')", shown);
     }
     su->cache_dir = opts[CACHE].text;
-    su->kernel = cli_kernel(opts[KERNEL].given ? opts[KERNEL].text : "grid_sorted");
+    su->kernel = opts[KERNEL].given ? cli_kernel(opts[KERNEL].text) : ns_sim_default_kernel();
     su->seed = opts[SEED].given ? opts[SEED].count : 1;
     su->n = (size_t)opts[N].count;
     su->frames = opts[FRAMES].given ? (size_t)opts[FRAMES].count : 100;
@@ -216,13 +216,13 @@ static int starting_particles(sim_setup *su, const ns_particle_file *file, float
         return 0;
     }
     ns_error err;
-    bool cached, stored;
+    workload_cache_outcome cache;
     if (workload_cache_generate(su->layout, su->n, su->seed, su->cfg.threads, su->cache_dir, pos,
-                                radius, &cached, &stored, &err) != NS_OK) {
+                                radius, &cache, &err) != NS_OK) {
         cli_say("layout %s: %s", su->layout->name, err.message);
         return cli_exit_status(err.status);
     }
-    if (su->cache_dir && su->layout->cache_version > 0 && !cached && !stored)
+    if (cache == CACHE_NOT_KEPT)
         cli_say("cannot keep the %s particles in %s (continuing)", su->layout->name, su->cache_dir);
     ns_sim_place(su->layout, su->n, pos, radius, su->prm.box_lo, su->prm.box_hi);
     return 0;

@@ -52,24 +52,27 @@ static bool write_cached(const char *path, size_t n, const float *pos, const flo
 }
 
 ns_status workload_cache_generate(const ns_workload *w, size_t n, uint64_t seed, int threads,
-                                  const char *dir, float *pos, float *radius, bool *cached,
-                                  bool *stored, ns_error *err)
+                                  const char *dir, float *pos, float *radius,
+                                  workload_cache_outcome *outcome, ns_error *err)
 {
     char path[PATH_MAX] = "";
-    *cached = *stored = false;
-    if (dir && w->cache_version > 0) {
+    bool use_cache = dir && w->cache_version > 0;
+    *outcome = CACHE_UNUSED;
+    if (use_cache) {
         int len = snprintf(path, sizeof path, "%s/%s-v%d-n%zu-seed%llu.csv", dir, w->name,
                            w->cache_version, n, (unsigned long long)seed);
         if (len < 0 || (size_t)len >= sizeof path)
             path[0] = '\0';
-        else if ((*cached = read_cached(path, n, pos, radius)))
+        else if (read_cached(path, n, pos, radius)) {
+            *outcome = CACHE_READ;
             return NS_OK;
+        }
     }
     ns_status st = w->generate(n, seed, threads, pos, radius, err);
-    if (st == NS_OK && path[0]) {
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            return NS_OK;
-        *stored = write_cached(path, n, pos, radius);
+    if (st == NS_OK && use_cache) {
+        bool stored = path[0] && (mkdir(dir, 0777) == 0 || errno == EEXIST) &&
+                      write_cached(path, n, pos, radius);
+        *outcome = stored ? CACHE_STORED : CACHE_NOT_KEPT;
     }
     return st;
 }

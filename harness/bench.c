@@ -184,17 +184,15 @@ static void generate(const char *name, size_t n, float *pos, float *radius)
 {
     const ns_workload *w = ns_workload_find(name);
     double t0 = omp_get_wtime();
-    bool cached, stored;
+    workload_cache_outcome kept;
     ns_error err;
-    if (workload_cache_generate(w, n, SEED, 0, cache_dir, pos, radius, &cached, &stored, &err) !=
-        NS_OK)
+    if (workload_cache_generate(w, n, SEED, 0, cache_dir, pos, radius, &kept, &err) != NS_OK)
         die("workload %s n=%zu: %s", w->name, n, err.message);
-    if (w->cache_version > 0 && !cached) {
+    if (w->cache_version > 0 && kept != CACHE_READ)
         fprintf(stderr, "nsearch-bench: %s %zu particles in %.1f s\n", w->name, n,
                 omp_get_wtime() - t0);
-        if (cache_dir && !stored)
-            fprintf(stderr, "nsearch-bench: cannot keep them in %s (continuing)\n", cache_dir);
-    }
+    if (kept == CACHE_NOT_KEPT)
+        fprintf(stderr, "nsearch-bench: cannot keep them in %s (continuing)\n", cache_dir);
 }
 
 /* The identity of this executable (its size and modification time), so a

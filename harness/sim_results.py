@@ -102,8 +102,8 @@ def read_tsv(path):
 class Line:
     """One (kernel, threads, skin) line: per n, the medians over the runs."""
 
-    def __init__(self, kernel, threads, skin):
-        self.kernel, self.threads, self.skin = kernel, threads, skin
+    def __init__(self, kernel, rank, threads, skin):
+        self.kernel, self.rank, self.threads, self.skin = kernel, rank, threads, skin
         self.runs = {}  # n -> [row, ...]
         self._estimates = {}  # (n, what) -> Estimate: each bootstrap made once
 
@@ -114,9 +114,9 @@ class Line:
 
     @property
     def sort_key(self):
-        # naive first, the others alphabetically; a skin variant right after its
-        # kernel's line with the same thread count
-        return (self.kernel != "naive", self.kernel, self.threads, self.skin)
+        # the kernels in the order the sweep wrote them (the kernel table's); a
+        # skin variant right after its kernel's line with the same thread count
+        return (self.rank, self.threads, self.skin)
 
     def ns(self):
         return sorted(self.runs)
@@ -155,10 +155,11 @@ class SimResults:
     def __init__(self, path):
         self.path = path
         rows = read_tsv(path)
-        lines = {}
+        lines, rank = {}, {}
         for row in rows:
+            rank.setdefault(row["kernel"], len(rank))
             key = (row["kernel"], row["threads"], row["skin"])
-            line = lines.get(key) or Line(*key)
+            line = lines.get(key) or Line(key[0], rank[key[0]], *key[1:])
             lines[key] = line
             line.runs.setdefault(row["n"], []).append(row)
         self.lines = sorted(lines.values(), key=lambda line: line.sort_key)

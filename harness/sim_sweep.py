@@ -42,6 +42,13 @@ def kernel_table(tool):
     return {k["name"]: k for k in json.loads(out.stdout)}
 
 
+def default_kernel(tool):
+    """The kernel `nsearch sim` runs when it is given none (one tiny run)."""
+    out = subprocess.run([tool, "sim", "--layout", "uniform", "--n", "10", "--frames", "1",
+                          "--stats-json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)["kernel"]
+
+
 def run_sim(tool, args, kernel, skin, n):
     """One `nsearch sim` process; its --stats-json."""
     cmd = [tool, "sim", "--layout", args.layout, "--n", str(n), "--seed", "1", "--kernel", kernel,
@@ -67,7 +74,7 @@ def main():
     p.add_argument("--tool", required=True, help="the nsearch binary")
     p.add_argument("--out", required=True, help="the TSV to write")
     p.add_argument("--kernels", default="", help="kernels, K+skin for K with a skin "
-                   "(default: every kernel and grid_sorted+skin)")
+                   "(default: every kernel, and the simulation's default kernel with a skin)")
     p.add_argument("--max-n", type=int, default=100000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--skin", default="0.1")
@@ -78,7 +85,8 @@ def main():
     if args.runs < 1:
         p.error("--runs must be at least 1")
     table = kernel_table(args.tool)
-    kernels = args.kernels.split(",") if args.kernels else list(table) + ["grid_sorted+skin"]
+    kernels = (args.kernels.split(",") if args.kernels else
+               list(table) + [default_kernel(args.tool) + "+skin"])
     for k in kernels:
         if k.removesuffix("+skin") not in table:
             p.error(f"unknown kernel '{k}' in --kernels")

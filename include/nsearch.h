@@ -144,6 +144,13 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t capacity_wanted,
  * nothing. */
 void ns_contact_list_sort(ns_contact_list *list);
 
+/* The predicate every kernel decides with, for one pair of particles of p
+ * (i != j, both below p->n; the arguments are not checked): true, with *out
+ * the contact (min(i,j), max(i,j), overlap, normal), when they touch. Code
+ * that finds candidate pairs some other way (another library's tree, say)
+ * turns them into contacts with it, bit-identical to the kernels'. */
+bool ns_contact_between(const ns_particles *p, uint32_t i, uint32_t j, ns_contact *out);
+
 /* Settings. Zero-initialise, or start from ns_config_default().
  *
  * threads: for parallel kernels, ns_skin and ns_sim; 0 = OpenMP's default
@@ -393,6 +400,9 @@ void ns_sim_box_around(size_t n, const float *pos, const float *radius, float ro
                        float box_lo[3], float box_hi[3]);
 
 typedef struct ns_sim ns_sim;
+/* The search the simulation uses unless told otherwise: the one the settled
+ * piles are made with and 'nsearch sim' runs by default (grid_sorted). */
+const ns_kernel *ns_sim_default_kernel(void);
 /* Copies pos (3n floats) and radius (n floats). Centres are clamped into the
  * box (a box narrower than a particle is NS_ERR_INVALID_ARGUMENT), then
  * overlaps present at the start are relaxed (positions only, velocities 0).

@@ -57,14 +57,9 @@ static ns_status grid_size(state *s, const ns__input *in, ns_error *err)
 
 static ns_status build(void **p, const ns__input *in, ns_error *err)
 {
-    state *s = *p;
-    if (!s) {
-        s = ns__malloc(sizeof *s);
-        if (!s)
-            return ns__fail_oom(err, "grid_dense state");
-        *s = (state){0};
-        *p = s;
-    }
+    state *s = ns__kernel_state(p, sizeof *s);
+    if (!s)
+        return ns__fail_oom(err, "grid_dense state");
     ns_status st = grid_size(s, in, err);
     if (st != NS_OK)
         return st;

@@ -311,14 +311,9 @@ static void gather(const state *s, const ns__input *in)
 
 static ns_status build(void **p, const ns__input *in, ns_error *err)
 {
-    state *s = *p;
-    if (!s) {
-        s = ns__malloc(sizeof *s);
-        if (!s)
-            return ns__fail_oom(err, "grid_sorted state");
-        *s = (state){0};
-        *p = s;
-    }
+    state *s = ns__kernel_state(p, sizeof *s);
+    if (!s)
+        return ns__fail_oom(err, "grid_sorted state");
     size_t n = in->n;
     s->n = n;
     s->dense = choose_dense(s, in);

@@ -40,14 +40,9 @@ static void destroy(void *p)
 
 static ns_status build(void **p, const ns__input *in, ns_error *err)
 {
-    state *s = *p;
-    if (!s) {
-        s = ns__malloc(sizeof *s);
-        if (!s)
-            return ns__fail_oom(err, "hash_parallel state");
-        memset(s, 0, sizeof *s);
-        *p = s;
-    }
+    state *s = ns__kernel_state(p, sizeof *s);
+    if (!s)
+        return ns__fail_oom(err, "hash_parallel state");
     if (s->out.count != in->threads) {
         ns__tbufs_free(&s->out);
         ns_status st = ns__tbufs_init(&s->out, in->threads, err);

@@ -28,14 +28,9 @@ static void destroy(void *p)
 
 static ns_status build(void **p, const ns__input *in, ns_error *err)
 {
-    state *s = *p;
-    if (!s) {
-        s = ns__malloc(sizeof *s);
-        if (!s)
-            return ns__fail_oom(err, "hash_serial state");
-        *s = (state){0};
-        *p = s;
-    }
+    state *s = ns__kernel_state(p, sizeof *s);
+    if (!s)
+        return ns__fail_oom(err, "hash_serial state");
     s->table_size = in->table_size;
     if (!ns__u32s_reserve(&s->start, in->table_size + 1) || !ns__u32s_reserve(&s->entries, in->n) ||
         !ns__u32s_reserve(&s->bucket_of, in->n))

@@ -7,6 +7,8 @@
 
 #include "core.h"
 
+#include <string.h>
+
 /* What a kernel's build and query see. */
 typedef struct ns__input {
     size_t n;
@@ -33,6 +35,15 @@ struct ns_kernel_ops {
      * last build, found without writing them. */
     ns_status (*count)(void *state, const ns__input *in, size_t *count, ns_error *err);
 };
+
+/* A build's state: *state as the last build left it, or on the first build
+ * a zeroed one of size bytes (NULL when out of memory). */
+static inline void *ns__kernel_state(void **state, size_t size)
+{
+    if (!*state && (*state = ns__malloc(size)) != NULL)
+        memset(*state, 0, size);
+    return *state;
+}
 
 static inline float ns__radius(const ns__input *in, size_t i)
 {

@@ -957,6 +957,46 @@ static void t_bad_threads(int argc, char **argv)
     tl_set_free(&s);
 }
 
+/* ns_contact_between over every pair i < j (and j > i, swapped) gives the
+ * reference's contacts bit for bit, uniform radii too. */
+static void t_contact_between(void)
+{
+    for (size_t w = 0; w < ns_workload_count(); w++) {
+        const ns_workload *W = ns_workload_at(w);
+        if (!tl_affordable(W, 600))
+            continue;
+        for (int uniform = 0; uniform < 2; uniform++) {
+            check_set_context("%s, %s radii", W->name, uniform ? "uniform" : "per-particle");
+            tl_set s;
+            tl_generate(W, 600, 3, &s);
+            ns_particles p = tl_particles(&s);
+            if (uniform)
+                p.radius = NULL, p.radius_uniform = s.radius[0];
+            ns_contact_list ref, got;
+            ns_contact_list_init(&ref);
+            ns_contact_list_init(&got);
+            ns_error err;
+            CHECK_STATUS(tl_find(tl_reference_kernel(), &p, NULL, &ref, &err), NS_OK, &err);
+            ns_contact_list_sort(&ref);
+            CHECK_STATUS(ns_contact_list_reserve(&got, p.n * (p.n - 1) / 2, &err), NS_OK, &err);
+            for (uint32_t i = 0; i < p.n; i++)
+                for (uint32_t j = i + 1; j < p.n; j++) {
+                    ns_contact c, swapped;
+                    bool touch = ns_contact_between(&p, i, j, &c);
+                    CHECK(ns_contact_between(&p, j, i, &swapped) == touch);
+                    if (touch) {
+                        CHECK(memcmp(&c, &swapped, sizeof c) == 0);
+                        got.items[got.count++] = c;
+                    }
+                }
+            tl_lists_equal(&ref, &got, W->name);
+            ns_contact_list_free(&ref);
+            ns_contact_list_free(&got);
+            tl_set_free(&s);
+        }
+    }
+}
+
 static void t_concurrent_searches(int argc, char **argv)
 {
     (void)argc;
@@ -1637,6 +1677,7 @@ static const tl_case cases[] = {
     {"huge_settings", .run_args = t_huge_settings},
     {"explicit_threads", .run_args = t_explicit_threads},
     {"bad_threads", .run_args = t_bad_threads},
+    {"contact_between", .run = t_contact_between},
     {"concurrent_searches", .run_args = t_concurrent_searches},
     {"null_table", .run_args = t_null_table},
     {"err_cleared", .run_args = t_err_cleared},

@@ -265,6 +265,22 @@ ns_config ns_config_default(void)
 
 /* Contact list */
 
+bool ns_contact_between(const ns_particles *p, uint32_t i, uint32_t j, ns_contact *out)
+{
+    if (i > j) {
+        uint32_t t = i;
+        i = j, j = t;
+    }
+    const float *pi = p->pos + 3 * (size_t)i, *pj = p->pos + 3 * (size_t)j;
+    float dx = pj[0] - pi[0], dy = pj[1] - pi[1], dz = pj[2] - pi[2];
+    float d2 = ns__distance2(dx, dy, dz);
+    float s = p->radius ? p->radius[i] + p->radius[j] : p->radius_uniform + p->radius_uniform;
+    if (!ns__touching(d2, s))
+        return false;
+    ns__contact_fill(i, j, dx, dy, dz, d2, s, out);
+    return true;
+}
+
 void ns_contact_list_init(ns_contact_list *list)
 {
     if (!list)

@@ -19,7 +19,7 @@ static ns_status settle(size_t n, uint64_t seed, int threads, float *pos, float 
     ns_config c = ns_config_default();
     c.threads = threads;
     ns_sim *sim;
-    st = ns_sim_create(ns_kernel_find("grid_sorted"), &c, &p, n, pos, radius, &sim, err);
+    st = ns_sim_create(ns_sim_default_kernel(), &c, &p, n, pos, radius, &sim, err);
     if (st != NS_OK)
         return st;
     double start = ns_sim_potential_energy(sim);

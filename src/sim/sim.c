@@ -47,6 +47,11 @@ struct ns_sim {
     ns_contact_list contacts;
 };
 
+const ns_kernel *ns_sim_default_kernel(void)
+{
+    return ns_kernel_find("grid_sorted");
+}
+
 ns_sim_params ns_sim_params_default(void)
 {
     ns_sim_params p = {.dt = 0.01f,

@@ -30,7 +30,8 @@ fps = defaultdict(list)
 for r in rows:
     label = f"{r[0]} ({r[1]} threads)" + (f" + skin {float(r[2]):g}" if float(r[2]) > 0 else "")
     fps[label, int(r[3])].append(float(r[6]))
-# Per line, in order (naive first, the skin variant after its kernel): rows of
+# Per line, in the order the kernels first appear in the file (naive, grid_sorted), the skin
+# variant after its kernel: rows of
 # n, median fps, low, high, fps(n)/fps(2n), low, high (NaN: no 2n), median
 # search ms, median resolve ms. Two runs each (the median is their mean, the
 # interval spans both: a bootstrap of two values), but grid_sorted n=4000 has

@@ -178,7 +178,7 @@ int main(int argc, char **argv)
                             "(README, \"Adding a kernel\").\n"
                           : "Usage: nsearch workloads [--json]\nLists the workload generators: "
                             "name, then a one-line description;\nwith --json every field of the "
-                            "workload table (cache_version, at_rest, headline).\n");
+                            "workload table (cache_version, at_rest, headline, bulk).\n");
         kernels ? list_kernels(json.given) : list_workloads(json.given);
         cli_print_and_exit("");
     }

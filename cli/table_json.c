@@ -3,8 +3,7 @@
 
 #include "nsearch.h"
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void string(FILE *f, const char *text)
+void table_json_string(FILE *f, const char *text)
 {
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
@@ -29,9 +28,9 @@ void table_json_kernels(FILE *f)
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         const ns_kernel *K = ns_kernel_at(k);
         fprintf(f, "%s{\"name\": ", k ? ",\n " : "");
-        string(f, K->name);
+        table_json_string(f, K->name);
         fprintf(f, ", \"description\": ");
-        string(f, K->description);
+        table_json_string(f, K->description);
         fprintf(f,
                 ", \"parallel\": %s, \"uses_table_size\": %s, \"quadratic\": %s, "
                 "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s}",
@@ -48,11 +47,11 @@ void table_json_workloads(FILE *f)
     for (size_t k = 0; k < ns_workload_count(); k++) {
         const ns_workload *W = ns_workload_at(k);
         fprintf(f, "%s{\"name\": ", k ? ",\n " : "");
-        string(f, W->name);
+        table_json_string(f, W->name);
         fprintf(f, ", \"description\": ");
-        string(f, W->description);
-        fprintf(f, ", \"cache_version\": %d, \"at_rest\": %s, \"headline\": %s}",
-                W->cache_version, boolean(W->at_rest), boolean(W->headline));
+        table_json_string(f, W->description);
+        fprintf(f, ", \"cache_version\": %d, \"at_rest\": %s, \"headline\": %s, \"bulk\": %s}",
+                W->cache_version, boolean(W->at_rest), boolean(W->headline), boolean(W->bulk));
     }
     fputs("]\n", f);
 }

@@ -12,5 +12,7 @@ void table_json_kernels(FILE *f);
 /* The same for the workloads: every field of struct ns_workload but
  * generate. */
 void table_json_workloads(FILE *f);
+/* A JSON string: quotes, backslashes and control characters escaped. */
+void table_json_string(FILE *f, const char *text);
 
 #endif /* NS_TABLE_JSON_H */

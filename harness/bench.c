@@ -36,6 +36,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr, sched_setaffinity */
 
 #include "bench_shim.h"
+#include "peer.h"
 #include "provenance.h" /* NS_GIT_COMMIT, NS_GIT_MODIFIED: generated at build time */
 #include "table_json.h"
 #include "workload_cache.h"
@@ -67,6 +68,9 @@
  * on the others: they test every pair, so their time hardly depends on the
  * layout, and one search of 100,000 particles takes seconds. */
 #define QUADRATIC_OTHER_MAX_N 10000
+/* The peers (other libraries) run to PEER_OTHER_MAX_N on the workloads the
+ * table does not mark bulk, and to --max-n on the bulk ones. */
+#define PEER_OTHER_MAX_N 100000
 #define SEED 1
 #define BOUND_NAME "bound" /* the bound kernel's binning + count, no output */
 #define WRITE_NAME "write" /* streaming the reference's contacts to memory */
@@ -80,13 +84,15 @@ static const size_t large_sizes[] = {200000, 500000, 1000000, 2000000, 5000000, 
 /* What a configuration times. */
 typedef enum config_kind {
     KIND_KERNEL, /* build + query */
+    KIND_PEER,   /* another library's build + query (peer.h) */
     KIND_BOUND,  /* the bound kernel's build + count, no contacts written */
     KIND_WRITE   /* the reference's contacts streamed into memory, no search */
 } config_kind;
 
 /* One benchmark configuration. */
 typedef struct config {
-    const ns_kernel *kernel; /* for bound: the table's bound kernel; for write: NULL */
+    const ns_kernel *kernel; /* for bound: the table's bound kernel; for write, a peer: NULL */
+    const nsb_peer *peer;    /* for a peer */
     config_kind kind;
     const char *workload;
     size_t n;
@@ -483,23 +489,77 @@ static void run_write(nsb_state *st, config *c)
     }
 }
 
+/* What a configuration searches with: the library's index (a kernel, or
+ * bound's count) or a peer's state. */
+typedef struct searcher {
+    const config *c;
+    const ns_particles *p;
+    ns_index *index;
+    void *peer;
+    size_t candidates; /* a peer's, of the last query */
+} searcher;
+
+static ns_status searcher_create(searcher *s, ns_error *err)
+{
+    if (s->c->kind == KIND_PEER) {
+        s->peer = s->c->peer->create();
+        return s->peer ? NS_OK : NS_ERR_OUT_OF_MEMORY;
+    }
+    ns_config cfg = ns_config_default();
+    cfg.threads = s->c->threads;
+    return ns_index_create(s->c->kernel, &cfg, &s->index, err);
+}
+
+static ns_status searcher_build(searcher *s, ns_error *err)
+{
+    if (s->c->kind == KIND_PEER)
+        return s->c->peer->build(s->peer, s->p, s->c->threads, err);
+    return ns_index_build(s->index, s->p, err);
+}
+
+/* The contacts into out, or for bound only their number into *counted. */
+static ns_status searcher_query(searcher *s, ns_contact_list *out, size_t *counted, ns_error *err)
+{
+    if (s->c->kind == KIND_PEER)
+        return s->c->peer->query(s->peer, s->p, s->c->threads, out, &s->candidates, err);
+    if (s->c->kind == KIND_BOUND)
+        return ns_index_count(s->index, counted, err);
+    return ns_index_query(s->index, out, err);
+}
+
+static void searcher_destroy(searcher *s)
+{
+    if (s->peer)
+        s->c->peer->destroy(s->peer);
+    ns_index_destroy(s->index);
+}
+
+static const char *config_search_name(const config *c)
+{
+    switch (c->kind) {
+    case KIND_PEER: return c->peer->name;
+    case KIND_BOUND: return BOUND_NAME;
+    case KIND_WRITE: return WRITE_NAME;
+    default: return c->kernel->name;
+    }
+}
+
 /* The index and the first, untimed search of a configuration: its
  * validation (once, before any timing) and warm memory for the timed loop.
  * False when the configuration fails (refused, an error, INVALID): its
  * verdict says why. */
-static bool first_search(nsb_state *st, config *c, const ns_config *cfg, ns_index **index,
-                         const ns_particles *p, ns_contact_list *contacts)
+static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list *contacts)
 {
     char *msg = c->verdict;
     size_t msg_size = sizeof c->verdict;
     bool bound = c->kind == KIND_BOUND;
     size_t counted = 0;
-    ns_error err;
-    ns_status s = ns_index_create(c->kernel, cfg, index, &err);
+    ns_error err = {.message = "out of memory"};
+    ns_status s = searcher_create(se, &err);
     if (s == NS_OK)
-        s = ns_index_build(*index, p, &err);
+        s = searcher_build(se, &err);
     if (s == NS_OK)
-        s = bound ? ns_index_count(*index, &counted, &err) : ns_index_query(*index, contacts, &err);
+        s = searcher_query(se, contacts, &counted, &err);
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
@@ -517,7 +577,7 @@ static bool first_search(nsb_state *st, config *c, const ns_config *cfg, ns_inde
         size_t k = first_difference(&cache.reference, contacts);
         if (k != SIZE_MAX) {
             describe_difference(msg, msg_size, cache.reference_name, &cache.reference,
-                                c->kernel->name, contacts, k);
+                                config_search_name(c), contacts, k);
             fail_config(st, c, false);
             return false;
         }
@@ -541,10 +601,14 @@ typedef struct timed {
 } timed;
 
 /* The counters of a timed configuration (README, "Counters"). */
-static void set_counters(nsb_state *st, const config *c, const ns_index *index, const timed *t)
+static void set_counters(nsb_state *st, const config *c, const searcher *se, const timed *t)
 {
-    ns_index_info info;
-    ns_index_get_info(index, &info);
+    ns_index_info info = {0};
+    if (se->index)
+        ns_index_get_info(se->index, &info);
+    else
+        info.candidates = se->candidates;
+    double bytes = se->index ? (double)info.bytes : c->peer->bytes(se->peer);
     double seconds = (t->build + t->query) / (double)t->iterations;
     double per = c->n ? 1.0 / (double)c->n : 0.0;
     double found = (double)t->found;
@@ -555,12 +619,13 @@ static void set_counters(nsb_state *st, const config *c, const ns_index *index, 
     nsb_set_counter(st, "ns_per_particle", seconds * 1e9 * per, NSB_PLAIN);
     nsb_set_counter(st, "build_ms", t->build / (double)t->iterations * 1e3, NSB_PLAIN);
     nsb_set_counter(st, "query_ms", t->query / (double)t->iterations * 1e3, NSB_PLAIN);
-    nsb_set_counter(st, "index_bytes", (double)info.bytes, NSB_PLAIN);
+    if (bytes >= 0.0) /* a peer's library may not tell */
+        nsb_set_counter(st, "index_bytes", bytes, NSB_PLAIN);
     nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
     if (c->kind != KIND_BOUND)
         nsb_set_counter(st, "candidates_per_contact",
                         t->found ? (double)info.candidates / found : 0.0, NSB_PLAIN);
-    if (c->kernel->uses_table_size) {
+    if (c->kernel && c->kernel->uses_table_size) {
         nsb_set_counter(st, "table_size", (double)info.table_size, NSB_PLAIN);
         nsb_set_counter(st, "nonempty_bucket_fraction",
                         info.table_size ? (double)info.nonempty_buckets / (double)info.table_size
@@ -571,18 +636,16 @@ static void set_counters(nsb_state *st, const config *c, const ns_index *index, 
     nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
 }
 
-/* A kernel, or bound: build + query (or count), timed. */
+/* A kernel, bound or a peer: build + query (or count), timed. */
 static void run_search(nsb_state *st, config *c)
 {
     bool bound = c->kind == KIND_BOUND;
     ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
-    ns_config cfg = ns_config_default();
-    cfg.threads = c->threads;
     ns_error err;
-    ns_index *index = NULL;
+    searcher se = {.c = c, .p = &p};
     ns_contact_list contacts;
     ns_contact_list_init(&contacts);
-    if (!first_search(st, c, &cfg, &index, &p, &contacts))
+    if (!first_search(st, c, &se, &contacts))
         goto done;
 
     /* the timed loop */
@@ -592,11 +655,10 @@ static void run_search(nsb_state *st, config *c)
     t.before = disturbance_now();
     while (nsb_keep_running(st)) {
         double t0 = now();
-        s = ns_index_build(index, &p, &err);
+        s = searcher_build(&se, &err);
         double t1 = now();
         if (s == NS_OK)
-            s = bound ? ns_index_count(index, &counted, &err)
-                      : ns_index_query(index, &contacts, &err);
+            s = searcher_query(&se, &contacts, &counted, &err);
         double t2 = now();
         nsb_set_iteration_time(st, t2 - t0);
         t.build += t1 - t0;
@@ -613,9 +675,9 @@ static void run_search(nsb_state *st, config *c)
     t.after = disturbance_now();
     t.found = bound ? counted : contacts.count;
     if (s == NS_OK && t.iterations > 0)
-        set_counters(st, c, index, &t);
+        set_counters(st, c, &se, &t);
 done:
-    ns_index_destroy(index);
+    searcher_destroy(&se);
     ns_contact_list_free(&contacts);
 }
 
@@ -677,7 +739,8 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
 
 static bool known_kernel(const char *s)
 {
-    return ns_kernel_find(s) != NULL || strcmp(s, BOUND_NAME) == 0 || strcmp(s, WRITE_NAME) == 0;
+    return ns_kernel_find(s) != NULL || nsb_peer_find(s) != NULL || strcmp(s, BOUND_NAME) == 0 ||
+           strcmp(s, WRITE_NAME) == 0;
 }
 static bool known_workload(const char *s)
 {
@@ -688,8 +751,11 @@ static const char help[] =
     "Usage: nsearch-bench [OPTIONS] [--benchmark_* flags of Google Benchmark]\n"
     "Times every kernel x workload x n x threads, each validated exactly first.\n"
     "\n"
-    "  --kernels A,B      only these kernels (default: all); two names select a\n"
-    "                     configuration that is not a kernel: bound (grid_sorted's\n"
+    "  --kernels A,B      only these kernels (default: all); the peers (other libraries'\n"
+    "                     searches built in: nanoflann_kdtree, boost_rtree,\n"
+    "                     cgal_box_intersection, where found) are selected the same way,\n"
+    "                     to 100,000 particles on the workloads not marked bulk; two names\n"
+    "                     select a configuration that is not a kernel: bound (grid_sorted's\n"
     "                     binning plus its count of the contacts, with no output) and\n"
     "                     write (the reference's contacts, 24 bytes each, streamed into\n"
     "                     an allocated buffer: the output's cost at memory bandwidth)\n"
@@ -795,7 +861,8 @@ static options parse_options(int argc, char **argv)
 static config *configs;
 static size_t n_configs, configs_capacity;
 
-static void add_config(const ns_kernel *k, config_kind kind, const char *w, size_t n, int threads)
+static void add_config(const ns_kernel *k, const nsb_peer *peer, config_kind kind, const char *w,
+                       size_t n, int threads)
 {
     if (n_configs == configs_capacity) {
         configs_capacity = configs_capacity ? 2 * configs_capacity : 256;
@@ -804,9 +871,10 @@ static void add_config(const ns_kernel *k, config_kind kind, const char *w, size
             die("out of memory");
     }
     config *c = &configs[n_configs++];
-    *c = (config){k, kind, w, n, threads, "", 0, ""};
-    const char *name = kind == KIND_BOUND ? BOUND_NAME : kind == KIND_WRITE ? WRITE_NAME : k->name;
-    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", name, w, n, threads);
+    *c = (config){
+        .kernel = k, .peer = peer, .kind = kind, .workload = w, .n = n, .threads = threads};
+    snprintf(c->name, sizeof c->name, "%s/%s/n:%zu/threads:%d", config_search_name(c), w, n,
+             threads);
 }
 
 static int parse_threads(const char *list, int *out, int max)
@@ -885,14 +953,23 @@ static void register_sweep(const options *o, int cores)
                     (!ker->parallel && !serial))
                     continue;
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
-                    add_config(ker, KIND_KERNEL, wl, all[s], ker->parallel ? threads[t] : 1);
+                    add_config(ker, NULL, KIND_KERNEL, wl, all[s], ker->parallel ? threads[t] : 1);
+            }
+            for (size_t k = 0; k < nsb_peer_count(); k++) {
+                const nsb_peer *peer = nsb_peer_at(k);
+                if (!in_list(o->kernels, peer->name) ||
+                    (!ns_workload_at(w)->bulk && all[s] > PEER_OTHER_MAX_N) ||
+                    (!peer->parallel && !serial))
+                    continue;
+                for (int t = 0; t < (peer->parallel ? n_threads : 1); t++)
+                    add_config(NULL, peer, KIND_PEER, wl, all[s], peer->parallel ? threads[t] : 1);
             }
             if (bound && in_list(o->kernels, BOUND_NAME))
                 for (int t = 0; t < n_threads; t++)
-                    add_config(bound, KIND_BOUND, wl, all[s], threads[t]);
+                    add_config(bound, NULL, KIND_BOUND, wl, all[s], threads[t]);
             if (in_list(o->kernels, WRITE_NAME))
                 for (int t = 0; t < n_threads; t++)
-                    add_config(NULL, KIND_WRITE, wl, all[s], threads[t]);
+                    add_config(NULL, NULL, KIND_WRITE, wl, all[s], threads[t]);
         }
     }
     for (size_t c = 0; c < n_configs; c++)
@@ -1280,11 +1357,28 @@ static void context_witness(void)
 
 /* The library's tables (table_json.h), so the reports read the kernels'
  * order and roles from the run instead of knowing them. */
+/* The peers of this build as JSON: every field of nsb_peer but its functions. */
+static void peer_table_json(FILE *f)
+{
+    fputc('[', f);
+    for (size_t k = 0; k < nsb_peer_count(); k++) {
+        const nsb_peer *P = nsb_peer_at(k);
+        const char *field[4] = {P->name, P->description, P->library, P->tuning};
+        const char *key[4] = {"name", "description", "library", "tuning"};
+        for (int i = 0; i < 4; i++) {
+            fprintf(f, "%s\"%s\": ", i ? ", " : k ? ",\n {" : "{", key[i]);
+            table_json_string(f, field[i]);
+        }
+        fprintf(f, ", \"parallel\": %s}", P->parallel ? "true" : "false");
+    }
+    fputs("]\n", f);
+}
+
 static void context_tables(void)
 {
-    void (*const write[2])(FILE *) = {table_json_kernels, table_json_workloads};
-    const char *key[2] = {"kernel_table", "workload_table"};
-    for (int t = 0; t < 2; t++) {
+    void (*const write[3])(FILE *) = {table_json_kernels, table_json_workloads, peer_table_json};
+    const char *key[3] = {"kernel_table", "workload_table", "peer_table"};
+    for (int t = 0; t < 3; t++) {
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -1303,6 +1397,7 @@ static void add_context(const options *o, int cores)
     char buf[512];
     nsb_add_context("nsearch_version", NS_VERSION_STRING);
     context_tables();
+    nsb_add_context("peers_missing", nsb_peers_missing());
     nsb_add_context("results_format_version", RESULTS_FORMAT_VERSION);
     context_cpu();
     context_system();

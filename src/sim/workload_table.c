@@ -9,7 +9,8 @@ static const ns_workload workloads[] = {
     {.name = "uniform",
      .description = "uniform in a cube, about 30 contacts per particle at every n",
      .generate = ns__workload_uniform,
-     .headline = true},
+     .headline = true,
+     .bulk = true},
     {.name = "dambreak",
      .description = "jittered lattice block in a corner of a domain 8x its side, plus 1% spray",
      .generate = ns__workload_dambreak},
@@ -18,7 +19,8 @@ static const ns_workload workloads[] = {
      .generate = ns__workload_clusters},
     {.name = "polydisperse",
      .description = "uniform cube, radii spread 10:1 (0.05 to 0.5)",
-     .generate = ns__workload_polydisperse},
+     .generate = ns__workload_polydisperse,
+     .bulk = true},
     {.name = "sheet",
      .description = "thin sheet on a tilted plane: the bounding box is mostly empty",
      .generate = ns__workload_sheet},
@@ -26,7 +28,8 @@ static const ns_workload workloads[] = {
      .description = "uniform spheres dropped into a box and simulated until at rest: a dense pile",
      .generate = ns_sim_settled,
      .cache_version = NS_SETTLED_VERSION,
-     .at_rest = true},
+     .at_rest = true,
+     .bulk = true},
 };
 
 size_t ns_workload_count(void)

@@ -1,0 +1,51 @@
+# peers.cmake - the peer table and adapters (harness/peers/peer.h): with
+# NS_PEERS ON, each adapter is built when its library is found, and the ones
+# missing are recorded with the package that brings them. With NS_PEERS OFF
+# (the sanitizer presets keep the C++ libraries out) the table is empty.
+set(_peer_dir ${PROJECT_SOURCE_DIR}/harness/peers)
+add_library(nsb_peers STATIC ${_peer_dir}/peers.c)
+set_target_properties(nsb_peers PROPERTIES C_STANDARD 11 C_EXTENSIONS OFF CXX_STANDARD 17
+                      CXX_EXTENSIONS OFF)
+target_include_directories(nsb_peers PUBLIC ${_peer_dir})
+target_link_libraries(nsb_peers PUBLIC nsearch nsearch_flags)
+if(NOT NS_PEERS)
+  target_compile_definitions(nsb_peers PRIVATE NSB_PEERS_MISSING="all (built with NS_PEERS=OFF)")
+  return()
+endif()
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+target_link_libraries(nsb_peers PUBLIC OpenMP::OpenMP_CXX)
+set(_missing "")
+
+find_package(nanoflann QUIET)
+if(nanoflann_FOUND)
+  target_sources(nsb_peers PRIVATE ${_peer_dir}/nanoflann_kdtree.cpp)
+  target_link_libraries(nsb_peers PRIVATE nanoflann::nanoflann)
+  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_NANOFLANN
+                             NSB_NANOFLANN_VERSION="${nanoflann_VERSION}")
+else()
+  list(APPEND _missing "nanoflann_kdtree (libnanoflann-dev)")
+endif()
+
+find_package(Boost 1.70 QUIET)
+if(Boost_FOUND)
+  target_sources(nsb_peers PRIVATE ${_peer_dir}/boost_rtree.cpp)
+  target_link_libraries(nsb_peers PRIVATE Boost::headers)
+  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_BOOST_GEOMETRY
+                             NSB_BOOST_VERSION="${Boost_VERSION_STRING}")
+else()
+  list(APPEND _missing "boost_rtree (libboost-dev)")
+endif()
+
+set(CGAL_DO_NOT_WARN_ABOUT_CMAKE_BUILD_TYPE TRUE)
+find_package(CGAL QUIET)
+if(CGAL_FOUND)
+  target_sources(nsb_peers PRIVATE ${_peer_dir}/cgal_box_intersection.cpp)
+  target_link_libraries(nsb_peers PRIVATE CGAL::CGAL)
+  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_CGAL NSB_CGAL_VERSION="${CGAL_VERSION}")
+else()
+  list(APPEND _missing "cgal_box_intersection (libcgal-dev)")
+endif()
+
+list(JOIN _missing ", " _missing)
+target_compile_definitions(nsb_peers PRIVATE NSB_PEERS_MISSING="${_missing}")
+message(STATUS "peers missing: ${_missing}")

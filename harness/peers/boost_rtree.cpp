@@ -36,11 +36,6 @@ struct state {
     nsb::parts out;
 };
 
-void *create()
-{
-    return new (std::nothrow) state;
-}
-
 ns_status build(void *s_, const ns_particles *p, int threads, ns_error *err)
 {
     (void)threads; /* the packing constructor is serial */
@@ -96,11 +91,6 @@ double bytes(const void *s_)
     return -1.0; /* Boost.Geometry does not report its nodes' memory */
 }
 
-void destroy(void *s_)
-{
-    delete static_cast<state *>(s_);
-}
-
 } // namespace
 
 extern "C" const nsb_peer nsb_peer_boost_rtree = {
@@ -110,9 +100,9 @@ extern "C" const nsb_peer nsb_peer_boost_rtree = {
     "Boost.Geometry " NSB_BOOST_VERSION,
     "bgi::" NSB_STR(NSB_RTREE_PARAMS) ", packing constructor, float points",
     true,
-    create,
+    nsb::create<state>,
     build,
     query,
     bytes,
-    destroy,
+    nsb::destroy<state>,
 };

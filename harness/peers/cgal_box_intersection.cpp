@@ -17,11 +17,6 @@ struct state {
     nsb::parts out;
 };
 
-void *create()
-{
-    return new (std::nothrow) state;
-}
-
 ns_status build(void *s_, const ns_particles *p, int threads, ns_error *err)
 {
     (void)threads;
@@ -66,11 +61,6 @@ double bytes(const void *s_)
     return 2.0 * (double)(s->boxes.capacity() * sizeof(cgal_box));
 }
 
-void destroy(void *s_)
-{
-    delete static_cast<state *>(s_);
-}
-
 } // namespace
 
 extern "C" const nsb_peer nsb_peer_cgal_box_intersection = {
@@ -80,9 +70,9 @@ extern "C" const nsb_peer nsb_peer_cgal_box_intersection = {
     "CGAL " NSB_CGAL_VERSION,
     "float boxes (Box_with_info_d, ID_EXPLICIT), CGAL's default cutoff (10); serial",
     false,
-    create,
+    nsb::create<state>,
     build,
     query,
     bytes,
-    destroy,
+    nsb::destroy<state>,
 };

@@ -133,6 +133,16 @@ ns_status parallel_contacts(parts &buf, const ns_particles *p, int threads, ns_c
     return buf.gather(out, err);
 }
 
+/* An adapter's create and destroy for its state type S. */
+template <class S> void *create()
+{
+    return new (std::nothrow) S;
+}
+template <class S> void destroy(void *state)
+{
+    delete static_cast<S *>(state);
+}
+
 } // namespace nsb
 
 #endif /* NSB_PEER_CONTACTS_HPP */

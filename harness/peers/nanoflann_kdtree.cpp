@@ -67,11 +67,6 @@ struct state {
     nsb::parts out;
 };
 
-void *create()
-{
-    return new (std::nothrow) state;
-}
-
 ns_status build(void *s_, const ns_particles *p, int threads, ns_error *err)
 {
     (void)threads; /* nanoflann 1.4 builds serially */
@@ -111,11 +106,6 @@ double bytes(const void *s_)
     return index ? (double)index->usedMemory(*index) : 0.0;
 }
 
-void destroy(void *s_)
-{
-    delete static_cast<state *>(s_);
-}
-
 } // namespace
 
 extern "C" const nsb_peer nsb_peer_nanoflann_kdtree = {
@@ -126,9 +116,9 @@ extern "C" const nsb_peer nsb_peer_nanoflann_kdtree = {
     "leaf size " NSB_STR(NSB_NANOFLANN_LEAF) ", queries in the " NSB_ORDER_TEXT
     ", unsorted results",
     true,
-    create,
+    nsb::create<state>,
     build,
     query,
     bytes,
-    destroy,
+    nsb::destroy<state>,
 };

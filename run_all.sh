@@ -76,14 +76,18 @@ die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
 
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
+# The other libraries measured beside the kernels (the peers): optional; a
+# build without one leaves its peer out and the summary names it.
+PEER_PACKAGES=(libnanoflann-dev libboost-dev libcgal-dev libpython3-dev)
 . "$ROOT/harness/python.sh" # PY: Debian's python, with Debian's numpy and scipy
-FIGURES=(scaling per_particle doubling speedup breakdown workloads bound)
+FIGURES=(scaling per_particle doubling speedup breakdown workloads bound peers)
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.
 ensure_packages() {
-    local missing=() p
+    local optional=false missing=() p
+    [ "$1" = --optional ] && optional=true && shift
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
@@ -91,17 +95,23 @@ ensure_packages() {
     if [ "$(id -u)" -ne 0 ]; then
         printf 'run_all.sh: missing packages: %s\nInstall them with:\n  sudo apt-get install -y %s\n' \
             "${missing[*]}" "${missing[*]}" >&2
+        $optional && return 0
         exit 1
     fi
     log "installing: ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${missing[@]}" >/dev/null
+    if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+        "${missing[@]}" >/dev/null; then
+        $optional || die "apt-get could not install: ${missing[*]}"
+        log "could not install ${missing[*]}: the peers they bring are left out"
+    fi
 }
 
 jobs() { echo "${JOBS:-$(nproc 2>/dev/null || echo 2)}"; }
 
 build_release() {
     ensure_packages "${BUILD_PACKAGES[@]}"
+    ensure_packages --optional "${PEER_PACKAGES[@]}"
     log "configuring (preset release, NS_WERROR=${NS_WERROR:-OFF})"
     NS_WERROR="${NS_WERROR:-OFF}" cmake --preset release >/dev/null
     log "building"

@@ -33,6 +33,7 @@ OLD_KERNELS = ["naive", "naive_omp", "grid_dense", "hash_serial", "hash_parallel
 OLD_WORKLOADS = ["uniform", "dambreak", "clusters", "polydisperse", "sheet", "settled"]
 OLD_REFERENCE = "naive"
 OLD_HEADLINE = "uniform"
+OLD_FEATURED = ["grid_sorted", "hash_parallel"]
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -96,11 +97,34 @@ class Run:
         # the library's tables, read once (None in files written before them)
         self.kernel_table = context_table(context, "kernel_table")
         self.workload_table = context_table(context, "workload_table")
+        self.peer_table = context_table(context, "peer_table") or []
+
+    def peer_names(self):
+        """The other libraries' searches of this build (nsearch-bench's peers)."""
+        return [p["name"] for p in self.peer_table]
+
+    def is_peer(self, name):
+        return name in self.peer_names()
+
+    def peers_missing(self):
+        """The peers the build lacked, with their packages ("" when none)."""
+        return self.context.get("peers_missing", "")
+
+    def featured_kernels(self):
+        """The kernels the peers are compared with: the table's bound kernel (the
+        fastest, grid_sorted) and its parallel hash (hash_parallel)."""
+        if self.kernel_table is None:
+            return OLD_FEATURED
+        table = self.kernel_table
+        bound = [k["name"] for k in table if k.get("bound")]
+        hashed = [k["name"] for k in table if k.get("parallel") and k.get("uses_table_size")]
+        return bound + hashed[:1]
 
     def kernel_names(self):
-        """The kernels in the library's table order, then bound and write."""
+        """The kernels in the library's table order, then the peers, bound and write."""
         table = self.kernel_table
-        return (OLD_KERNELS if table is None else [k["name"] for k in table]) + FLOORS
+        return ((OLD_KERNELS if table is None else [k["name"] for k in table]) + self.peer_names()
+                + FLOORS)
 
     def workload_names(self):
         """The workloads in the library's table order."""
@@ -197,10 +221,12 @@ class Run:
         found = {c.workload for c in self.configs.values()}
         return sorted(found, key=self.workload_order)
 
-    def lines(self, workload=None):
-        """(kernel, threads) pairs in table order, for a workload or all."""
+    def lines(self, workload=None, peers=True):
+        """(kernel, threads) pairs in table order, for a workload or all (without
+        the peers when peers is False)."""
         return sorted({(c.kernel, c.threads) for c in self.configs.values()
-                       if workload is None or c.workload == workload},
+                       if (workload is None or c.workload == workload)
+                       and (peers or not self.is_peer(c.kernel))},
                       key=lambda kt: (self.kernel_order(kt[0]), kt[1]))
 
     def series(self, workload, kernel, threads):

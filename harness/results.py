@@ -79,7 +79,7 @@ class Figures:
 
     def fit_range(self, workload=None):
         workload = workload or self.run.headline_workload()
-        lines = [(k, t) for k, t in self.run.lines(workload) if k not in FLOORS]
+        lines = [(k, t) for k, t in self.run.lines(workload, peers=False) if k not in FLOORS]
         tops = [max((c.n for c in self.run.series(workload, k, t)), default=0) for k, t in lines]
         top = min((x for x in tops if x >= FIT_MIN_N), default=0)
         return (FIT_MIN_N, top) if top > FIT_MIN_N else None
@@ -168,6 +168,49 @@ def witness_lines(run, markdown):
     return out
 
 
+def peer_ratio(f, c, kernel, threads):
+    """c's time over kernel's at c's workload and n with `threads` threads."""
+    return f.over(c, f.est(f.config(kernel, c.workload, c.n, threads)))
+
+
+def peer_lines(f, markdown):
+    """The other libraries against the featured kernels: per workload and peer, at
+    100,000 particles and at the largest n measured, the peer's time and its
+    ratio to each featured kernel at the same thread count and at all threads
+    (a serial peer is compared at both)."""
+    run = f.run
+    peers, featured = run.peer_names(), run.featured_kernels()
+    missing = run.peers_missing()
+    if not peers and not missing:
+        return []
+    out = [f"\n{'## ' if markdown else ''}Peers: other libraries in the same run\n"]
+    if peers:
+        libs = "; ".join(f"{p['name']}: {p['library']} ({p['tuning']})" for p in run.peer_table)
+        out.append(f"Each peer is validated like a kernel and timed the same way (build + query "
+                   f"+ contacts). A ratio is the peer's time over the kernel's at the same n: "
+                   f"above 1 the kernel is faster. {libs}.")
+    if missing:
+        out.append(f"Not in this build (their packages were missing): {missing}.")
+    top = run.max_threads()
+    head = ["workload", "peer", "threads", "n", "median ms"]
+    for k in featured:
+        head += [f"x {k} (same threads)", f"x {k} ({top} threads)"]
+    rows = [head]
+    for w in run.workloads():
+        for peer, threads in [(k, t) for k, t in run.lines(w) if run.is_peer(k)]:
+            timed = run.series(w, peer, threads)
+            if not timed:
+                continue
+            for c in {c.n: c for c in timed if c.n in (100000, max(x.n for x in timed))}.values():
+                row = [w, peer, threads, c.n, show(f.est(c))]
+                for k in featured:
+                    row += [show(peer_ratio(f, c, k, threads)), show(peer_ratio(f, c, k, top))]
+                rows.append(row)
+    if len(rows) > 1:
+        out.append(table(rows, markdown))
+    return out
+
+
 def provenance(ctx):
     keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "compiler", "compile_flags",
             "build_type", "openmp", "benchmark_version", "kernel_release", "git_commit",
@@ -220,6 +263,7 @@ def summary(f, markdown=False):
                          show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
                          show(f.over(c, floor)), verdict])
         out.append(table(rows, markdown))
+    out += peer_lines(f, markdown)
     out += witness_lines(run, markdown)
     notes = {c.name: disturbed(c) for c in run.configs.values()}
     notes = {k: v for k, v in notes.items() if v}
@@ -293,7 +337,7 @@ def plotdata(all_figures, out):
     hw = r.headline_workload()  # uniform
     meta = {"subtitle": f"{r.machine_label()}, {r.date()}, {r.rounds} round(s)", "blocks": {},
             "headline": hw}
-    lines = [(k, t) for k, t in r.lines(hw) if k != WRITE]
+    lines = [(k, t) for k, t in r.lines(hw, peers=False) if k != WRITE]
     ref = r.reference_kernel()  # naive
     naive = {c.n: c for c in r.series(hw, ref, 1)}
 
@@ -305,6 +349,13 @@ def plotdata(all_figures, out):
         title = line_name(kernel, threads, r) + (f", k = {show(k)}" if k is not None else "")
         blocks.append((title, [(c.n, *vlh(f.est(c))) for c in s]))
     meta["blocks"]["scaling"] = write_blocks(os.path.join(out, "scaling.dat"), blocks)
+    # peers: n, median, low, high of every peer and the featured kernels
+    blocks = []
+    for kernel, threads in r.lines(hw):
+        if r.is_peer(kernel) or kernel in r.featured_kernels():
+            blocks.append((line_name(kernel, threads, r),
+                           [(c.n, *vlh(f.est(c))) for c in r.series(hw, kernel, threads)]))
+    meta["blocks"]["peers"] = write_blocks(os.path.join(out, "peers.dat"), blocks)
     # guides: O(n) through the fastest line at its smallest n >= FIT_MIN_N, O(n^2)
     # through naive there
     anchors = [c for k, t in lines if k != ref for c in r.series(hw, k, t)

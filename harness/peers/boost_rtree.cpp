@@ -2,8 +2,9 @@
  * bulk-loaded with its packing constructor (STR-like), then one box query
  * per particle i with the cube of half-side r_i + r_max (inflated) around
  * it, queries split over OpenMP threads. The node capacity and split
- * algorithm are NSB_RTREE_PARAMS (rstar<16> by default; the packing
- * constructor ignores the split algorithm but the node size matters). */
+ * algorithm are NSB_RTREE_NODE and NSB_RTREE_ALGORITHM (rstar<16> by
+ * default; the packing constructor does not split nodes, but the node size
+ * matters). */
 #include "contacts.hpp"
 
 #include <boost/geometry.hpp>
@@ -14,20 +15,24 @@
 
 /* Measured here (README, "Peers"): rstar, quadratic and linear node
  * parameters, 8 to 32 entries per node. */
-#ifndef NSB_RTREE_PARAMS
-#define NSB_RTREE_PARAMS rstar<16>
+#ifndef NSB_RTREE_ALGORITHM
+#define NSB_RTREE_ALGORITHM rstar
+#endif
+#ifndef NSB_RTREE_NODE
+#define NSB_RTREE_NODE 16
 #endif
 #define NSB_STR_(x) #x
 #define NSB_STR(x) NSB_STR_(x)
 
-namespace {
+namespace
+{
 
 namespace bg = boost::geometry;
 namespace bgi = boost::geometry::index;
 using point = bg::model::point<float, 3, bg::cs::cartesian>;
 using box = bg::model::box<point>;
 using entry = std::pair<point, uint32_t>;
-using rtree = bgi::rtree<entry, bgi::NSB_RTREE_PARAMS>;
+using rtree = bgi::rtree<entry, bgi::NSB_RTREE_ALGORITHM<NSB_RTREE_NODE>>;
 
 struct state {
     std::unique_ptr<rtree> index;
@@ -58,9 +63,18 @@ template <class Emit> struct pair_sink {
     uint32_t i;
     Emit *emit;
     using value_type = entry;
-    pair_sink &operator*() { return *this; }
-    pair_sink &operator++() { return *this; }
-    pair_sink operator++(int) { return *this; }
+    pair_sink &operator*()
+    {
+        return *this;
+    }
+    pair_sink &operator++()
+    {
+        return *this;
+    }
+    pair_sink operator++(int)
+    {
+        return *this;
+    }
     pair_sink &operator=(const entry &e)
     {
         (*emit)(i, e.second);
@@ -98,7 +112,8 @@ extern "C" const nsb_peer nsb_peer_boost_rtree = {
     "Boost.Geometry rtree of the centres, bulk-loaded (packing constructor), one box query per "
     "particle (half-side r_i + r_max), queries over OpenMP threads",
     "Boost.Geometry " NSB_BOOST_VERSION,
-    "bgi::" NSB_STR(NSB_RTREE_PARAMS) ", packing constructor, float points",
+    "bgi::" NSB_STR(NSB_RTREE_ALGORITHM) "<" NSB_STR(
+        NSB_RTREE_NODE) ">, packing constructor, float points",
     true,
     nsb::create<state>,
     build,

@@ -7,7 +7,8 @@
 
 #include <CGAL/box_intersection_d.h>
 
-namespace {
+namespace
+{
 
 using cgal_box = CGAL::Box_intersection_d::Box_with_info_d<float, 3, uint32_t,
                                                            CGAL::Box_intersection_d::ID_EXPLICIT>;
@@ -43,12 +44,11 @@ ns_status query(void *s_, const ns_particles *p, int threads, ns_contact_list *o
         s->out.start(1);
         std::vector<ns_contact> &mine = s->out.of_thread[0];
         size_t tested = 0;
-        CGAL::box_self_intersection_d(s->boxes.begin(), s->boxes.end(),
-                                      [&](const cgal_box &a, const cgal_box &b) {
-                                          uint32_t i = a.info(), j = b.info();
-                                          s->out.test(p, mine, tested, i < j ? i : j,
-                                                      i < j ? j : i);
-                                      });
+        CGAL::box_self_intersection_d(
+            s->boxes.begin(), s->boxes.end(), [&](const cgal_box &a, const cgal_box &b) {
+                uint32_t i = a.info(), j = b.info();
+                s->out.test(p, mine, tested, i < j ? i : j, i < j ? j : i);
+            });
         *candidates = tested;
         return s->out.gather(out, err);
     });

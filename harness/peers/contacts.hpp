@@ -15,7 +15,8 @@
 #include <new>
 #include <vector>
 
-namespace nsb {
+namespace nsb
+{
 
 /* The reach added to every radius: the library looks 2^-10 further than
  * the contact distance, so its rounding can only add candidates. */

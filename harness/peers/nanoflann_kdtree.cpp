@@ -26,7 +26,8 @@
 #define NSB_STR_(x) #x
 #define NSB_STR(x) NSB_STR_(x)
 
-namespace {
+namespace
+{
 
 constexpr size_t LEAF = NSB_NANOFLANN_LEAF;
 
@@ -34,9 +35,18 @@ constexpr size_t LEAF = NSB_NANOFLANN_LEAF;
 struct cloud {
     const float *pos = nullptr;
     size_t n = 0;
-    size_t kdtree_get_point_count() const { return n; }
-    float kdtree_get_pt(uint32_t i, size_t dim) const { return pos[3 * (size_t)i + dim]; }
-    template <class Box> bool kdtree_get_bbox(Box &) const { return false; }
+    size_t kdtree_get_point_count() const
+    {
+        return n;
+    }
+    float kdtree_get_pt(uint32_t i, size_t dim) const
+    {
+        return pos[3 * (size_t)i + dim];
+    }
+    template <class Box> bool kdtree_get_bbox(Box &) const
+    {
+        return false;
+    }
 };
 
 using tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, cloud, double>,
@@ -47,11 +57,24 @@ using tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<fl
 template <class Emit> struct each_within {
     double radius2;
     Emit &emit;
-    void init() {}
-    void clear() {}
-    size_t size() const { return 0; }
-    bool full() const { return true; }
-    double worstDist() const { return radius2; }
+    void init()
+    {
+    }
+    void clear()
+    {
+    }
+    size_t size() const
+    {
+        return 0;
+    }
+    bool full() const
+    {
+        return true;
+    }
+    double worstDist() const
+    {
+        return radius2;
+    }
     bool addPoint(double d2, uint32_t j)
     {
         if (d2 < radius2)
@@ -114,7 +137,7 @@ extern "C" const nsb_peer nsb_peer_nanoflann_kdtree = {
     "per particle (reach r_i + r_max) in the tree's order, queries over OpenMP threads",
     "nanoflann " NSB_NANOFLANN_VERSION,
     "leaf size " NSB_STR(NSB_NANOFLANN_LEAF) ", queries in the " NSB_ORDER_TEXT
-    ", unsorted results",
+                                             ", unsorted results",
     true,
     nsb::create<state>,
     build,

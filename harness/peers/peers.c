@@ -12,6 +12,9 @@ extern const nsb_peer nsb_peer_boost_rtree;
 #ifdef NSB_HAVE_CGAL
 extern const nsb_peer nsb_peer_cgal_box_intersection;
 #endif
+#ifdef NSB_HAVE_SCIPY
+extern const nsb_peer nsb_peer_scipy_ckdtree;
+#endif
 
 static const nsb_peer *const peers[] = {
 #ifdef NSB_HAVE_NANOFLANN
@@ -22,6 +25,9 @@ static const nsb_peer *const peers[] = {
 #endif
 #ifdef NSB_HAVE_CGAL
     &nsb_peer_cgal_box_intersection,
+#endif
+#ifdef NSB_HAVE_SCIPY
+    &nsb_peer_scipy_ckdtree,
 #endif
     NULL,
 };

@@ -46,6 +46,29 @@ else()
   list(APPEND _missing "cgal_box_intersection (libcgal-dev)")
 endif()
 
+# scipy through an embedded interpreter: Debian's python3 (which has Debian's
+# numpy and scipy; pyenv's, say, may come first on PATH and lack them).
+if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3)
+endif()
+find_package(Python3 QUIET COMPONENTS Interpreter Development.Embed)
+set(_scipy_version "")
+if(Python3_FOUND)
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, scipy; print(scipy.__version__)"
+                  OUTPUT_VARIABLE _scipy_version OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE _scipy_rc ERROR_QUIET)
+  if(NOT _scipy_rc EQUAL 0)
+    set(_scipy_version "")
+  endif()
+endif()
+if(_scipy_version)
+  target_sources(nsb_peers PRIVATE ${_peer_dir}/scipy_ckdtree.cpp)
+  target_link_libraries(nsb_peers PRIVATE Python3::Python)
+  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_SCIPY NSB_SCIPY_VERSION="${_scipy_version}")
+else()
+  list(APPEND _missing "scipy_ckdtree (python3-scipy, libpython3-dev)")
+endif()
+
 list(JOIN _missing ", " _missing)
 target_compile_definitions(nsb_peers PRIVATE NSB_PEERS_MISSING="${_missing}")
 message(STATUS "peers missing: ${_missing}")

@@ -32,7 +32,9 @@ Usage:
   ./run_all.sh --help
 
 Sweep options:
-  --kernels A,B       only these kernels (default: all)
+  --kernels A,B       only these kernels and peers (default: all; the peers are the other
+                      libraries built in: nanoflann_kdtree, boost_rtree,
+                      cgal_box_intersection, scipy_ckdtree, where their packages are found)
   --workloads A,B     only these workloads (default: all)
   --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
   --max-n N           the largest n (default 100,000; more extends the sweep of the

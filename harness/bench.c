@@ -9,6 +9,12 @@
  * them across frames. Not timed: generating the particles, the reference,
  * validation, sorting.
  *
+ * The peers (harness/peers/peer.h: other libraries' searches, built in when
+ * their library was found) are configurations like the kernels,
+ * peer/workload/n:N/threads:T, validated and timed the same way (their
+ * build, then their query into the contact list), to 100,000 particles on
+ * the workloads the table does not mark bulk.
+ *
  * Two configurations are not kernels; both are registered beside the kernels
  * of every workload and n, at every thread count of the run:
  *  - bound/workload/n:N/threads:T times grid_sorted's build (its binning into

@@ -178,5 +178,55 @@ class Tables(unittest.TestCase):
         self.assertEqual(run.reference_kernel(), "naive")
 
 
+class Peers(unittest.TestCase):
+    """The other libraries (nsearch-bench's peers, the context's peer_table):
+    listed after the kernels, left out of the kernels' figures, and compared
+    in the summary with the featured kernels at the same and at all threads."""
+
+    def setUp(self):
+        with open(helpers.fixture("aa_a.json")) as f:
+            data = json.load(f)
+        for b in data["benchmarks"]:  # naive's configurations become a serial peer's
+            for key in ("name", "run_name"):
+                if b.get(key, "").startswith("naive/"):
+                    b[key] = "libx/" + b[key][len("naive/"):]
+        data["context"]["kernel_table"] = json.dumps(
+            [{"name": "naive", "reference": 1},
+             {"name": "hash_parallel", "parallel": True, "uses_table_size": True},
+             {"name": "grid_sorted", "parallel": True, "bound": True}])
+        data["context"]["peer_table"] = json.dumps(
+            [{"name": "libx", "library": "libx 1.0", "tuning": "defaults", "parallel": False}])
+        data["context"]["peers_missing"] = "liby (liby-dev)"
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(data, f)
+        self.addCleanup(os.remove, f.name)
+        self.path = f.name
+
+    def test_order_and_features(self):
+        run = benchdata.load(self.path)
+        self.assertEqual(run.peer_names(), ["libx"])
+        self.assertEqual(run.featured_kernels(), ["grid_sorted", "hash_parallel"])
+        names = run.kernel_names()
+        self.assertLess(names.index("grid_sorted"), names.index("libx"))
+        self.assertIn(("libx", 1), run.lines("uniform"))
+        self.assertNotIn(("libx", 1), run.lines("uniform", peers=False))
+
+    def test_summary_ratios(self):
+        import results
+        f = results.Figures(self.path)
+        text = "\n".join(results.peer_lines(f, markdown=True))
+        self.assertIn("liby (liby-dev)", text)
+        rows = [r.split(" | ") for r in text.splitlines() if r.startswith("| uniform | libx")]
+        self.assertEqual([r[3] for r in rows], ["100000"])  # 100,000 is also the largest n
+        peer = f.config("libx", "uniform", 100000, 1)
+        for threads, column in ((1, 5), (2, 6)):
+            kernel = f.config("grid_sorted", "uniform", 100000, threads)
+            ratio = f.over(peer, f.est(kernel))
+            self.assertAlmostEqual(ratio.value, f.est(peer).value / f.est(kernel).value)
+            self.assertEqual(rows[0][column], stats.text(ratio))
+            low, value, high = ratio.interval()[1], ratio.value, ratio.interval()[2]
+            self.assertTrue(low <= value <= high)
+
+
 if __name__ == "__main__":
     unittest.main()

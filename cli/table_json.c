@@ -22,15 +22,20 @@ static const char *boolean(bool b)
     return b ? "true" : "false";
 }
 
+void table_json_open(FILE *f, size_t k, const char *name, const char *description)
+{
+    fprintf(f, "%s{\"name\": ", k ? ",\n " : "");
+    table_json_string(f, name);
+    fprintf(f, ", \"description\": ");
+    table_json_string(f, description);
+}
+
 void table_json_kernels(FILE *f)
 {
     fputc('[', f);
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         const ns_kernel *K = ns_kernel_at(k);
-        fprintf(f, "%s{\"name\": ", k ? ",\n " : "");
-        table_json_string(f, K->name);
-        fprintf(f, ", \"description\": ");
-        table_json_string(f, K->description);
+        table_json_open(f, k, K->name, K->description);
         fprintf(f,
                 ", \"parallel\": %s, \"uses_table_size\": %s, \"quadratic\": %s, "
                 "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s}",
@@ -46,10 +51,7 @@ void table_json_workloads(FILE *f)
     fputc('[', f);
     for (size_t k = 0; k < ns_workload_count(); k++) {
         const ns_workload *W = ns_workload_at(k);
-        fprintf(f, "%s{\"name\": ", k ? ",\n " : "");
-        table_json_string(f, W->name);
-        fprintf(f, ", \"description\": ");
-        table_json_string(f, W->description);
+        table_json_open(f, k, W->name, W->description);
         fprintf(f, ", \"cache_version\": %d, \"at_rest\": %s, \"headline\": %s, \"bulk\": %s}",
                 W->cache_version, boolean(W->at_rest), boolean(W->headline), boolean(W->bulk));
     }

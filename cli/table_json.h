@@ -14,5 +14,9 @@ void table_json_kernels(FILE *f);
 void table_json_workloads(FILE *f);
 /* A JSON string: quotes, backslashes and control characters escaped. */
 void table_json_string(FILE *f, const char *text);
+/* The opening of entry k of such an array (the comma before it when k > 0):
+ * {"name": ..., "description": ...; the caller writes the other fields and
+ * the closing brace. */
+void table_json_open(FILE *f, size_t k, const char *name, const char *description);
 
 #endif /* NS_TABLE_JSON_H */

@@ -509,7 +509,12 @@ static ns_status searcher_create(searcher *s, ns_error *err)
 {
     if (s->c->kind == KIND_PEER) {
         s->peer = s->c->peer->create();
-        return s->peer ? NS_OK : NS_ERR_OUT_OF_MEMORY;
+        if (s->peer)
+            return NS_OK;
+        *err = (ns_error){.status = NS_ERR_OUT_OF_MEMORY, .particle = NS_NO_PARTICLE};
+        snprintf(err->message, sizeof err->message, "out of memory for %s's state",
+                 s->c->peer->name);
+        return NS_ERR_OUT_OF_MEMORY;
     }
     ns_config cfg = ns_config_default();
     cfg.threads = s->c->threads;
@@ -560,7 +565,7 @@ static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list
     size_t msg_size = sizeof c->verdict;
     bool bound = c->kind == KIND_BOUND;
     size_t counted = 0;
-    ns_error err = {.message = "out of memory"};
+    ns_error err;
     ns_status s = searcher_create(se, &err);
     if (s == NS_OK)
         s = searcher_build(se, &err);
@@ -1369,12 +1374,11 @@ static void peer_table_json(FILE *f)
     fputc('[', f);
     for (size_t k = 0; k < nsb_peer_count(); k++) {
         const nsb_peer *P = nsb_peer_at(k);
-        const char *field[4] = {P->name, P->description, P->library, P->tuning};
-        const char *key[4] = {"name", "description", "library", "tuning"};
-        for (int i = 0; i < 4; i++) {
-            fprintf(f, "%s\"%s\": ", i ? ", " : k ? ",\n {" : "{", key[i]);
-            table_json_string(f, field[i]);
-        }
+        table_json_open(f, k, P->name, P->description);
+        fputs(", \"library\": ", f);
+        table_json_string(f, P->library);
+        fputs(", \"tuning\": ", f);
+        table_json_string(f, P->tuning);
         fprintf(f, ", \"parallel\": %s}", P->parallel ? "true" : "false");
     }
     fputs("]\n", f);

@@ -21,8 +21,6 @@
 #ifndef NSB_RTREE_NODE
 #define NSB_RTREE_NODE 16
 #endif
-#define NSB_STR_(x) #x
-#define NSB_STR(x) NSB_STR_(x)
 
 namespace
 {

@@ -15,6 +15,10 @@
 #include <new>
 #include <vector>
 
+/* A macro's value as a string literal (an adapter's tuning text). */
+#define NSB_STR_(x) #x
+#define NSB_STR(x) NSB_STR_(x)
+
 namespace nsb
 {
 

@@ -23,8 +23,6 @@
 #else
 #define NSB_ORDER_TEXT "caller's order"
 #endif
-#define NSB_STR_(x) #x
-#define NSB_STR(x) NSB_STR_(x)
 
 namespace
 {

@@ -17,27 +17,27 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 target_link_libraries(nsb_peers PUBLIC OpenMP::OpenMP_CXX)
 set(_missing "")
 
-find_package(nanoflann QUIET)
-if(nanoflann_FOUND)
-  target_sources(nsb_peers PRIVATE ${_peer_dir}/nanoflann_kdtree.cpp)
-  target_link_libraries(nsb_peers PRIVATE nanoflann::nanoflann)
-  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_NANOFLANN
-                             NSB_NANOFLANN_VERSION="${nanoflann_VERSION}")
-else()
-  list(APPEND _missing "nanoflann_kdtree (libnanoflann-dev)")
-endif()
+# One adapter: with its library found, harness/peers/NAME.cpp linked to
+# TARGET with the compile definitions that follow; else NAME (PACKAGES)
+# joins the missing.
+macro(nsb_peer found name packages target)
+  if(${found})
+    target_sources(nsb_peers PRIVATE ${_peer_dir}/${name}.cpp)
+    target_link_libraries(nsb_peers PRIVATE ${target})
+    target_compile_definitions(nsb_peers PRIVATE ${ARGN})
+  else()
+    list(APPEND _missing "${name} (${packages})")
+  endif()
+endmacro()
 
+find_package(nanoflann QUIET)
+nsb_peer(nanoflann_FOUND nanoflann_kdtree libnanoflann-dev nanoflann::nanoflann
+         NSB_HAVE_NANOFLANN NSB_NANOFLANN_VERSION="${nanoflann_VERSION}")
+
+# (Boost 1.74's geometry includes headers it has itself deprecated.)
 find_package(Boost 1.70 QUIET)
-if(Boost_FOUND)
-  target_sources(nsb_peers PRIVATE ${_peer_dir}/boost_rtree.cpp)
-  target_link_libraries(nsb_peers PRIVATE Boost::headers)
-  # Boost 1.74's geometry includes headers it has itself deprecated
-  target_compile_definitions(nsb_peers PRIVATE BOOST_ALLOW_DEPRECATED_HEADERS)
-  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_BOOST_GEOMETRY
-                             NSB_BOOST_VERSION="${Boost_VERSION_STRING}")
-else()
-  list(APPEND _missing "boost_rtree (libboost-dev)")
-endif()
+nsb_peer(Boost_FOUND boost_rtree libboost-dev Boost::headers NSB_HAVE_BOOST_GEOMETRY
+         NSB_BOOST_VERSION="${Boost_VERSION_STRING}" BOOST_ALLOW_DEPRECATED_HEADERS)
 
 set(CGAL_DO_NOT_WARN_ABOUT_CMAKE_BUILD_TYPE TRUE)
 # CGAL's package declares option(BUILD_TESTING ... OFF): left in the cache, it
@@ -53,13 +53,8 @@ if(NOT _testing_was_set)
   unset(BUILD_TESTING CACHE)
   unset(BUILD_TESTING)
 endif()
-if(CGAL_FOUND)
-  target_sources(nsb_peers PRIVATE ${_peer_dir}/cgal_box_intersection.cpp)
-  target_link_libraries(nsb_peers PRIVATE CGAL::CGAL)
-  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_CGAL NSB_CGAL_VERSION="${CGAL_VERSION}")
-else()
-  list(APPEND _missing "cgal_box_intersection (libcgal-dev)")
-endif()
+nsb_peer(CGAL_FOUND cgal_box_intersection libcgal-dev CGAL::CGAL NSB_HAVE_CGAL
+         NSB_CGAL_VERSION="${CGAL_VERSION}")
 
 # scipy through an embedded interpreter: Debian's python3 (which has Debian's
 # numpy and scipy; pyenv's, say, may come first on PATH and lack them).
@@ -76,13 +71,12 @@ if(Python3_FOUND)
     set(_scipy_version "")
   endif()
 endif()
+set(_scipy_found FALSE)
 if(_scipy_version)
-  target_sources(nsb_peers PRIVATE ${_peer_dir}/scipy_ckdtree.cpp)
-  target_link_libraries(nsb_peers PRIVATE Python3::Python)
-  target_compile_definitions(nsb_peers PRIVATE NSB_HAVE_SCIPY NSB_SCIPY_VERSION="${_scipy_version}")
-else()
-  list(APPEND _missing "scipy_ckdtree (python3-scipy, libpython3-dev)")
+  set(_scipy_found TRUE)
 endif()
+nsb_peer(_scipy_found scipy_ckdtree "python3-scipy, libpython3-dev" Python3::Python NSB_HAVE_SCIPY
+         NSB_SCIPY_VERSION="${_scipy_version}")
 
 list(JOIN _missing ", " _missing)
 target_compile_definitions(nsb_peers PRIVATE NSB_PEERS_MISSING="${_missing}")

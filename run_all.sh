@@ -80,7 +80,7 @@ BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
 # The other libraries measured beside the kernels (the peers): optional; a
 # build without one leaves its peer out and the summary names it.
-PEER_PACKAGES=(libnanoflann-dev libboost-dev libcgal-dev libpython3-dev)
+PEER_PACKAGES=(libnanoflann-dev libboost-dev libcgal-dev libpython3-dev liblammps-dev)
 . "$ROOT/harness/python.sh" # PY: Debian's python, with Debian's numpy and scipy
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound peers)
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim

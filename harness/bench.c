@@ -109,7 +109,11 @@ typedef struct config {
 } config;
 
 static bool any_invalid = false;
-static size_t n_valid = 0, n_invalid = 0, n_refused = 0;
+static size_t n_valid = 0, n_invalid = 0, n_refused = 0, n_skipped = 0;
+
+/* A peer whose first (untimed) search takes longer than this is not timed
+ * at that size: its repetitions over the rounds would take many minutes. */
+static double peer_limit_s = 15.0;
 
 /* Particles and the reference contacts of the last (workload, n). */
 static struct {
@@ -510,7 +514,7 @@ static ns_status searcher_create(searcher *s, ns_error *err)
     if (s->c->kind == KIND_PEER) {
         s->peer = s->c->peer->create();
         if (s->peer)
-            return NS_OK;
+            return s->c->peer->prepare ? s->c->peer->prepare(s->peer, s->p, err) : NS_OK;
         *err = (ns_error){.status = NS_ERR_OUT_OF_MEMORY, .particle = NS_NO_PARTICLE};
         snprintf(err->message, sizeof err->message, "out of memory for %s's state",
                  s->c->peer->name);
@@ -556,10 +560,11 @@ static const char *config_search_name(const config *c)
 }
 
 /* The index and the first, untimed search of a configuration: its
- * validation (once, before any timing) and warm memory for the timed loop.
- * False when the configuration fails (refused, an error, INVALID): its
- * verdict says why. */
-static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list *contacts)
+ * validation (once, before any timing) and warm memory for the timed loop;
+ * *seconds = its build and query. False when the configuration fails
+ * (refused, an error, INVALID): its verdict says why. */
+static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list *contacts,
+                         double *seconds)
 {
     char *msg = c->verdict;
     size_t msg_size = sizeof c->verdict;
@@ -567,10 +572,12 @@ static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list
     size_t counted = 0;
     ns_error err;
     ns_status s = searcher_create(se, &err);
+    double t0 = now();
     if (s == NS_OK)
         s = searcher_build(se, &err);
     if (s == NS_OK)
         s = searcher_query(se, contacts, &counted, &err);
+    *seconds = now() - t0;
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
@@ -647,29 +654,76 @@ static void set_counters(nsb_state *st, const config *c, const searcher *se, con
     nsb_set_counter(st, "peak_rss_bytes", (double)peak_rss_bytes(), NSB_PLAIN);
 }
 
+/* What one configuration's repetition searches with. */
+typedef struct search_run {
+    ns_particles p;
+    searcher se;
+    ns_contact_list contacts;
+} search_run;
+
+/* A peer's search state lives from one repetition of its configuration to
+ * the next (in this process): its untimed first search - validation, warm
+ * memory and, for LAMMPS, loading the atoms - is made once per process, not
+ * before every repetition, as a peer's search can take seconds. A kernel
+ * keeps the protocol of a new index per repetition. */
+static struct {
+    const config *c; /* NULL: none kept */
+    search_run run;
+} kept;
+
+static void search_run_free(search_run *r)
+{
+    searcher_destroy(&r->se);
+    ns_contact_list_free(&r->contacts);
+}
+
+static void kept_release(void)
+{
+    if (kept.c)
+        search_run_free(&kept.run);
+    kept.c = NULL;
+}
+
 /* A kernel, bound or a peer: build + query (or count), timed. */
 static void run_search(nsb_state *st, config *c)
 {
-    bool bound = c->kind == KIND_BOUND;
-    ns_particles p = {c->n, cache.pos, cache.radius, 0.0f};
+    bool bound = c->kind == KIND_BOUND, peer = c->kind == KIND_PEER;
     ns_error err;
-    searcher se = {.c = c, .p = &p};
-    ns_contact_list contacts;
-    ns_contact_list_init(&contacts);
-    if (!first_search(st, c, &se, &contacts))
-        goto done;
+    search_run local, *r = peer ? &kept.run : &local;
+    ns_status s = NS_OK;
+    if (!peer || kept.c != c) {
+        *r = (search_run){.p = {c->n, cache.pos, cache.radius, 0.0f}};
+        r->se = (searcher){.c = c, .p = &r->p};
+        ns_contact_list_init(&r->contacts);
+        double first_s;
+        if (!first_search(st, c, &r->se, &r->contacts, &first_s)) {
+            s = NS_ERR_INVALID_ARGUMENT; /* the verdict says why */
+            goto done;
+        }
+        if (peer && first_s > peer_limit_s) {
+            snprintf(c->verdict, sizeof c->verdict,
+                     "skipped: VALID, but one search took %.3g s, over --peer-limit %g s", first_s,
+                     peer_limit_s);
+            n_skipped++;
+            c->checked = -1;
+            nsb_skip_with_error(st, c->verdict);
+            s = NS_ERR_INVALID_ARGUMENT;
+            goto done;
+        }
+        if (peer)
+            kept.c = c;
+    }
 
     /* the timed loop */
     timed t = {.build = 0.0};
     size_t counted = 0;
-    ns_status s = NS_OK;
     t.before = disturbance_now();
     while (nsb_keep_running(st)) {
         double t0 = now();
-        s = searcher_build(&se, &err);
+        s = searcher_build(&r->se, &err);
         double t1 = now();
         if (s == NS_OK)
-            s = searcher_query(&se, &contacts, &counted, &err);
+            s = searcher_query(&r->se, &r->contacts, &counted, &err);
         double t2 = now();
         nsb_set_iteration_time(st, t2 - t0);
         t.build += t1 - t0;
@@ -684,17 +738,23 @@ static void run_search(nsb_state *st, config *c)
         }
     }
     t.after = disturbance_now();
-    t.found = bound ? counted : contacts.count;
+    t.found = bound ? counted : r->contacts.count;
     if (s == NS_OK && t.iterations > 0)
-        set_counters(st, c, &se, &t);
+        set_counters(st, c, &r->se, &t);
 done:
-    searcher_destroy(&se);
-    ns_contact_list_free(&contacts);
+    if (!peer)
+        search_run_free(r);
+    else if (s != NS_OK) {
+        search_run_free(r);
+        kept.c = NULL;
+    }
 }
 
 static void run_config(nsb_state *st, void *arg)
 {
     config *c = arg;
+    if (kept.c != c)
+        kept_release();   /* the last configuration's peer is done */
     if (c->checked < 0) { /* a later repetition of a configuration that failed */
         nsb_skip_with_error(st, c->verdict);
         return;
@@ -763,8 +823,9 @@ static const char help[] =
     "Times every kernel x workload x n x threads, each validated exactly first.\n"
     "\n"
     "  --kernels A,B      only these kernels (default: all); the peers (other libraries'\n"
-    "                     searches built in: nanoflann_kdtree, boost_rtree,\n"
-    "                     cgal_box_intersection, where found) are selected the same way,\n"
+    "                     searches built in, where found: nanoflann_kdtree, boost_rtree,\n"
+    "                     cgal_box_intersection, scipy_ckdtree, lammps_neighbor,\n"
+    "                     lammps_neighbor_sorted) are selected the same way,\n"
     "                     to 100,000 particles on the workloads not marked bulk; two names\n"
     "                     select a configuration that is not a kernel: bound (grid_sorted's\n"
     "                     binning plus its count of the contacts, with no output) and\n"
@@ -791,6 +852,10 @@ static const char help[] =
     "                     is written as DIR/bench.json when complete, DIR/bench.partial.json\n"
     "                     when interrupted\n"
     "  --no-results       write no results file (console only)\n"
+    "  --peer-limit S     a peer whose first, untimed search at a size takes longer than\n"
+    "                     S seconds is not timed there: skipped, with the time it took\n"
+    "                     (default 15; the repetitions of every round would take\n"
+    "                     many minutes)\n"
     "  --wait-policy P    OMP_WAIT_POLICY for the run: active (the default: idle threads\n"
     "                     spin, so small-n times measure the search, not thread wake-up),\n"
     "                     passive, or default (leave OpenMP's own); OMP_WAIT_POLICY in the\n"
@@ -851,6 +916,12 @@ static options parse_options(int argc, char **argv)
             if (strcmp(o.serial_kernels, "auto") && strcmp(o.serial_kernels, "yes") &&
                 strcmp(o.serial_kernels, "no"))
                 die("--serial-kernels '%s' is not auto, yes or no", o.serial_kernels);
+        } else if (IS("--peer-limit")) {
+            char *v = take_value(&a, argc, argv, "--peer-limit"), *end;
+            errno = 0;
+            peer_limit_s = strtod(v, &end);
+            if (end == v || *end || errno || !(peer_limit_s > 0.0))
+                die("--peer-limit '%s' is not a positive number of seconds", v);
         } else if (strcmp(arg, "--no-results") == 0) {
             o.no_results = true;
         } else {
@@ -1379,7 +1450,8 @@ static void peer_table_json(FILE *f)
         table_json_string(f, P->library);
         fputs(", \"tuning\": ", f);
         table_json_string(f, P->tuning);
-        fprintf(f, ", \"parallel\": %s}", P->parallel ? "true" : "false");
+        fprintf(f, ", \"parallel\": %s, \"domain_memory\": %s}", P->parallel ? "true" : "false",
+                P->domain_memory ? "true" : "false");
     }
     fputs("]\n", f);
 }
@@ -1573,6 +1645,7 @@ static void results_to(char *program, const char *out_dir)
 /* What the run says at its end on standard error; the exit status. */
 static int finish(void)
 {
+    kept_release();
     if (results_tmp[0]) {
         if (rename(results_tmp, results_final) != 0)
             die("cannot rename %s: %s", results_tmp, strerror(errno));
@@ -1588,6 +1661,9 @@ static int finish(void)
     }
     fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID\n", n_valid,
             n_refused, n_invalid);
+    if (n_skipped)
+        fprintf(stderr, "nsearch-bench: %zu VALID peers not timed (over --peer-limit)\n",
+                n_skipped);
     if (any_invalid)
         fprintf(stderr, "nsearch-bench: FAILED: some contacts differ from the reference\n");
     return any_invalid ? 1 : 0;

@@ -208,6 +208,12 @@ def peer_lines(f, markdown):
                 rows.append(row)
     if len(rows) > 1:
         out.append(table(rows, markdown))
+    untimed = sorted((c.name, c.verdict) for c in run.configs.values()
+                     if run.is_peer(c.kernel) and c.verdict and not c.verdict.startswith("VALID"))
+    if untimed:
+        out.append("Not timed (refused by the library, or skipped: one search over the "
+                   "per-search limit of nsearch-bench's --peer-limit):")
+        out += [f"{'- ' if markdown else '  '}{name}: {verdict}" for name, verdict in untimed]
     return out
 
 

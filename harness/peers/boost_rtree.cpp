@@ -113,7 +113,9 @@ extern "C" const nsb_peer nsb_peer_boost_rtree = {
     "bgi::" NSB_STR(NSB_RTREE_ALGORITHM) "<" NSB_STR(
         NSB_RTREE_NODE) ">, packing constructor, float points",
     true,
+    false,
     nsb::create<state>,
+    nullptr,
     build,
     query,
     bytes,

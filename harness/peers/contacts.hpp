@@ -45,7 +45,8 @@ inline ns_status fail(ns_error *err, ns_status status, const char *what)
         err->status = status;
         err->particle = NS_NO_PARTICLE;
         err->line = 0;
-        std::snprintf(err->message, sizeof err->message, "%s", what);
+        std::snprintf(err->message, sizeof err->message, "%.*s", (int)sizeof err->message - 1,
+                      what); /* cut to fit */
     }
     return status;
 }

@@ -137,7 +137,9 @@ extern "C" const nsb_peer nsb_peer_nanoflann_kdtree = {
     "leaf size " NSB_STR(NSB_NANOFLANN_LEAF) ", queries in the " NSB_ORDER_TEXT
                                              ", unsorted results",
     true,
+    false,
     nsb::create<state>,
+    nullptr,
     build,
     query,
     bytes,

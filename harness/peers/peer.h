@@ -1,7 +1,8 @@
 /* peer.h - the other libraries' neighbour searches that nsearch-bench times
  * beside the kernels ("peers"): nanoflann's k-d tree, Boost.Geometry's
- * R-tree, CGAL's box intersection. Each is an adapter of a few dozen lines
- * in C++, built only when its library was found (CMakeLists.txt), and
+ * R-tree, CGAL's box intersection, scipy's cKDTree, LAMMPS's neighbour
+ * list. Each is an adapter of a few dozen lines in C++, built only when its
+ * library was found (peers.cmake), and
  * measured exactly like a kernel: the same particles, validated against the
  * same reference before it is timed, build and query timed apart.
  *
@@ -26,9 +27,15 @@ typedef struct nsb_peer {
     const char *library;     /* the library and its version, e.g. "nanoflann 1.4.3" */
     const char *tuning;      /* what was tried and what this adapter uses */
     bool parallel;           /* queries split over OpenMP threads; else serial */
+    bool domain_memory;      /* its index grows with the domain's volume, so it may
+                                refuse a vast one (NS_ERR_TOO_LARGE), like grid_dense */
     /* A new adapter state (NULL when out of memory). */
     void *(*create)(void);
-    /* The library's index over p's particles. */
+    /* Untimed, once per particle set before its first build: the particles
+     * copied into the library's own storage where it keeps them apart from
+     * the index (LAMMPS's atoms); NULL for none. */
+    ns_status (*prepare)(void *state, const ns_particles *p, ns_error *err);
+    /* The library's index over p's particles (after prepare, when there is one). */
     ns_status (*build)(void *state, const ns_particles *p, int threads, ns_error *err);
     /* The contacts of the last build into out (emptied first, any order);
      * *candidates = the pairs given to the predicate. */

@@ -15,6 +15,9 @@ extern const nsb_peer nsb_peer_cgal_box_intersection;
 #ifdef NSB_HAVE_SCIPY
 extern const nsb_peer nsb_peer_scipy_ckdtree;
 #endif
+#ifdef NSB_HAVE_LAMMPS
+extern const nsb_peer nsb_peer_lammps_neighbor, nsb_peer_lammps_neighbor_sorted;
+#endif
 
 static const nsb_peer *const peers[] = {
 #ifdef NSB_HAVE_NANOFLANN
@@ -28,6 +31,10 @@ static const nsb_peer *const peers[] = {
 #endif
 #ifdef NSB_HAVE_SCIPY
     &nsb_peer_scipy_ckdtree,
+#endif
+#ifdef NSB_HAVE_LAMMPS
+    &nsb_peer_lammps_neighbor,
+    &nsb_peer_lammps_neighbor_sorted,
 #endif
     NULL,
 };

@@ -78,6 +78,22 @@ endif()
 nsb_peer(_scipy_found scipy_ckdtree "python3-scipy, libpython3-dev" Python3::Python NSB_HAVE_SCIPY
          NSB_SCIPY_VERSION="${_scipy_version}")
 
+# LAMMPS (two peers from one adapter) runs in a process of its own,
+# nsb-lammps (lammps_neighbor.cpp says why); its package needs MPI's.
+find_package(LAMMPS QUIET)
+if(LAMMPS_FOUND)
+  add_executable(nsb-lammps ${_peer_dir}/lammps_server.c)
+  set_target_properties(nsb-lammps PROPERTIES C_STANDARD 11 C_EXTENSIONS OFF)
+  target_compile_definitions(nsb-lammps PRIVATE _GNU_SOURCE)
+  target_link_libraries(nsb-lammps PRIVATE LAMMPS::lammps nsearch_flags)
+  add_dependencies(nsb_peers nsb-lammps)
+endif()
+nsb_peer(LAMMPS_FOUND lammps_neighbor liblammps-dev LAMMPS::lammps NSB_HAVE_LAMMPS
+         NSB_LAMMPS_VERSION="${LAMMPS_VERSION}" NSB_LAMMPS_SERVER="$<TARGET_FILE:nsb-lammps>")
+if(NOT LAMMPS_FOUND)
+  list(APPEND _missing "lammps_neighbor_sorted (liblammps-dev)")
+endif()
+
 list(JOIN _missing ", " _missing)
 target_compile_definitions(nsb_peers PRIVATE NSB_PEERS_MISSING="${_missing}")
 message(STATUS "peers missing: ${_missing}")

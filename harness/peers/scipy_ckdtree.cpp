@@ -146,7 +146,9 @@ extern "C" const nsb_peer nsb_peer_scipy_ckdtree = {
     "cKDTree defaults (leafsize 16, balanced_tree, compact_nodes); query_pairs output_type "
     "ndarray; one reach 2 r_max for every pair (cKDTree has no per-particle reach for pairs)",
     false,
+    false,
     nsb::create<state>,
+    nullptr,
     build,
     query,
     bytes,

@@ -183,6 +183,8 @@ class Peers(unittest.TestCase):
     listed after the kernels, left out of the kernels' figures, and compared
     in the summary with the featured kernels at the same and at all threads."""
 
+    skipped = "skipped: VALID, but one search took 20.0 s, over --peer-limit 15 s"
+
     def setUp(self):
         with open(helpers.fixture("aa_a.json")) as f:
             data = json.load(f)
@@ -190,6 +192,9 @@ class Peers(unittest.TestCase):
             for key in ("name", "run_name"):
                 if b.get(key, "").startswith("naive/"):
                     b[key] = "libx/" + b[key][len("naive/"):]
+            if b.get("run_name", "").startswith("libx/dambreak/"):  # one over --peer-limit
+                b["error_occurred"] = True
+                b["error_message"] = self.skipped
         data["context"]["kernel_table"] = json.dumps(
             [{"name": "naive", "reference": 1},
              {"name": "hash_parallel", "parallel": True, "uses_table_size": True},
@@ -226,6 +231,12 @@ class Peers(unittest.TestCase):
             self.assertEqual(rows[0][column], stats.text(ratio))
             low, value, high = ratio.interval()[1], ratio.value, ratio.interval()[2]
             self.assertTrue(low <= value <= high)
+
+    def test_untimed_peers_are_named(self):
+        import results
+        text = "\n".join(results.peer_lines(results.Figures(self.path), markdown=True))
+        self.assertIn(f"- libx/dambreak/n:10000/threads:1: {self.skipped}", text)
+        self.assertNotIn("| dambreak | libx", text)
 
 
 if __name__ == "__main__":

@@ -157,8 +157,14 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
         cli_print_and_exit(main_help);
-    if (strcmp(cmd, "--version") == 0)
-        cli_print_and_exit("nsearch " NS_VERSION_STRING "\n");
+    if (strcmp(cmd, "--version") == 0) {
+        ns_error err;
+        const char *path = ns_isa(&err);
+        char text[400];
+        snprintf(text, sizeof text, "nsearch " NS_VERSION_STRING " (code path %s; paths: %s)\n",
+                 path ? path : err.message, ns_isa_paths());
+        cli_print_and_exit(text);
+    }
     static const struct {
         const char *name;
         int (*run)(int argc, char **argv);

@@ -712,6 +712,8 @@ static void run_search(nsb_state *st, config *c)
         }
         if (peer)
             kept.c = c;
+    } else {
+        nsb_set_label(st, c->verdict); /* a later repetition of a kept peer */
     }
 
     /* the timed loop */
@@ -1137,8 +1139,9 @@ static void context_cpu_identity(void)
     nsb_add_context("cpu_signature", buf);
 }
 
-/* isa: the extensions this build compiles for (the harness is compiled with
- * the library's -march), then what the processor reports */
+/* isa: the extensions the harness is compiled for (with NS_NATIVE, the
+ * library's -march=native), then what the processor reports; isa_path: the
+ * kernels' code path */
 static void context_isa(void)
 {
     char buf[512], flags[4096];
@@ -1170,6 +1173,13 @@ static void context_isa(void)
     else
         snprintf(buf, sizeof buf, "%s; cpu: " NOT_VISIBLE, isa);
     nsb_add_context("isa", buf);
+
+    /* the kernels' code path in use (the library's choice, or NS_ISA's) */
+    ns_error err;
+    const char *path = ns_isa(&err);
+    snprintf(buf, sizeof buf, "%s (paths of this build: %s)", path ? path : err.message,
+             ns_isa_paths());
+    nsb_add_context("isa_path", buf);
 }
 
 /* smt: threads per core, from cpu0's siblings in the topology, else
@@ -1645,7 +1655,6 @@ static void results_to(char *program, const char *out_dir)
 /* What the run says at its end on standard error; the exit status. */
 static int finish(void)
 {
-    kept_release();
     if (results_tmp[0]) {
         if (rename(results_tmp, results_final) != 0)
             die("cannot rename %s: %s", results_tmp, strerror(errno));
@@ -1723,6 +1732,7 @@ int main(int argc, char **argv)
     add_context(&o, cores);
     nsb_watch_noise(0.05);
     nsb_run();
+    kept_release(); /* before the configurations it points to are freed */
     nsb_shutdown();
 
     free(args);

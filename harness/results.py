@@ -218,9 +218,10 @@ def peer_lines(f, markdown):
 
 
 def provenance(ctx):
-    keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "compiler", "compile_flags",
-            "build_type", "openmp", "benchmark_version", "kernel_release", "git_commit",
-            "git_modified", "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages", "cpu_governor"]
+    keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "isa_path", "compiler",
+            "compile_flags", "build_type", "openmp", "benchmark_version", "kernel_release",
+            "git_commit", "git_modified", "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages",
+            "cpu_governor"]
     return "; ".join(f"{k} {ctx[k]}" for k in keys if k in ctx)
 
 

@@ -189,6 +189,9 @@ typedef struct ns_config {
     size_t grid_max_bytes; /* grid_dense cell storage cap, 0 = NS_DEFAULT_GRID_MAX_BYTES */
     size_t max_contacts;   /* more is NS_ERR_TOO_MANY_CONTACTS; 0 = ns_default_max_contacts(),
                               above NS_MAX_CONTACTS = NS_MAX_CONTACTS */
+    const char *isa;       /* the kernels' code path (see ns_isa): NULL = the process's
+                              (NS_ISA, else the best this CPU runs); a path's name to
+                              choose it, refused when the build or the CPU lacks it */
 } ns_config;
 
 /* The most threads any call starts: NS_THREADS_PER_CORE x the processors
@@ -249,11 +252,26 @@ const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown or name 
  * when none is, or rank is 0. */
 const ns_kernel *ns_kernel_with_reference(int rank);
 
+/* The code path the kernels run in this process. On x86-64 the library is
+ * built (unless with NS_NATIVE=ON) with every kernel compiled for three
+ * paths, "avx512", "avx2" and "generic", and runs the best one the CPU
+ * supports, or the one the environment variable NS_ISA names (an index's
+ * config.isa names one for that index alone); the contacts are
+ * bit-identical on every path. An NS_NATIVE=ON build has the one path
+ * "native" (compiled for the build machine's CPU); other architectures
+ * "generic". Returns NULL with err filled when NS_ISA names a path this
+ * build lacks or this CPU cannot run: every ns_index_create then fails with
+ * the same error. */
+const char *ns_isa(ns_error *err);
+/* The paths this build has, best first, separated by spaces. */
+const char *ns_isa_paths(void);
+
 /* An index: a kernel's search structure, rebuilt for every particle set. */
 typedef struct ns_index ns_index;
 
 /* Creates an empty index for a kernel; config NULL = defaults (copied).
- * Refuses a bad config (threads, table_size) here, before any build. */
+ * Refuses a bad config (threads, table_size) and an NS_ISA this build or
+ * CPU cannot run (see ns_isa) here, before any build. */
 ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_index **out,
                           ns_error *err);
 void ns_index_destroy(ns_index *index);
@@ -443,8 +461,8 @@ double ns_sim_potential_energy(const ns_sim *sim);
 /* The generator of the `settled` workload: uniform spheres (the release
  * positions of ns_sim_spawn's "uniform") dropped into their box and
  * simulated with grid_sorted until at rest (the kinetic energy below 1e-3 of
- * the potential energy released, at most NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK particles one pile;
- * beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
+ * the potential energy released, at most NS_SETTLE_MAX_FRAMES frames). Up to NS_SETTLED_BLOCK
+ * particles one pile; beyond, piles of n/k and n/k + 1 particles (k the fewest that fit) side by
  * side in x and y. Deterministic from (n, seed) at any thread count;
  * threads as config.threads (0: OpenMP's default; above ns_max_threads()
  * refused before any pile is made). */

@@ -123,5 +123,5 @@ static void info(const void *p, ns_index_info *info)
         info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
 }
 
-const ns_kernel_ops ns__grid_dense_ops = {
+const ns_kernel_ops NS__OPS(grid_dense) = {
     .build = build, .query = query, .info = info, .destroy = destroy};

@@ -856,5 +856,5 @@ static void info(const void *p, ns_index_info *info)
         info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
 }
 
-const ns_kernel_ops ns__grid_sorted_ops = {
+const ns_kernel_ops NS__OPS(grid_sorted) = {
     .build = build, .query = query, .info = info, .destroy = destroy, .count = count};

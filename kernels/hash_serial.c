@@ -81,5 +81,5 @@ static void info(const void *p, ns_index_info *info)
         info->nonempty_buckets += s->start.a[b + 1] > s->start.a[b];
 }
 
-const ns_kernel_ops ns__hash_serial_ops = {
+const ns_kernel_ops NS__OPS(hash_serial) = {
     .build = build, .query = query, .info = info, .destroy = destroy};

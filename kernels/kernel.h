@@ -36,6 +36,22 @@ struct ns_kernel_ops {
     ns_status (*count)(void *state, const ns__input *in, size_t *count, ns_error *err);
 };
 
+/* Every kernel file is compiled once per code path of the build
+ * (CMakeLists.txt: avx512, avx2 and generic where the CPU is chosen at run
+ * time, else native or generic alone), with NS_ISA_PATH naming the path;
+ * NS__OPS(name) is the name of its ops for that path, e.g.
+ * ns__grid_sorted_ops_avx2. isa.c says which path runs. */
+#define NS__OPS(name) NS__OPS_(name, NS_ISA_PATH)
+#define NS__OPS_(name, path) NS__OPS__(name, path)
+#define NS__OPS__(name, path) ns__##name##_ops_##path
+
+/* The ops of kernel k on the path wanted (ns_config.isa; NULL: NS_ISA, else
+ * the best the CPU runs); NULL with err filled when that path cannot run. */
+const ns_kernel_ops *ns__kernel_ops(const ns_kernel *k, const char *wanted, ns_error *err);
+/* The index of that path in this build's list (best first); -1 with err
+ * filled when it names a path this build lacks or this CPU cannot run. */
+int ns__isa_path(const char *wanted, ns_error *err);
+
 /* A build's state: *state as the last build left it, or on the first build
  * a zeroed one of size bytes (NULL when out of memory). */
 static inline void *ns__kernel_state(void **state, size_t size)

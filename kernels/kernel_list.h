@@ -1,7 +1,8 @@
 /* kernel_list.h - the kernel table: one line per kernel, in the order the
  * tools list them. NS_KERNEL(name, description, parallel, uses_table_size,
  * quadratic, domain_memory, stable_order, reference, bound), the fields of struct ns_kernel
- * (nsearch.h); the kernel's file kernels/<name>.c defines ns__<name>_ops. */
+ * (nsearch.h); the kernel's file kernels/<name>.c defines NS__OPS(<name>), its ops on each
+ * code path it is compiled for (kernel.h). */
 NS_KERNEL(naive, "all pairs i<j, serial: the reference every kernel is checked against", false,
           false, true, false, true, 1, false)
 NS_KERNEL(naive_omp, "all pairs i<j, rows split over OpenMP threads (dynamic schedule)", true,

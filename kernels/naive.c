@@ -37,5 +37,5 @@ static void destroy(void *state)
     (void)state;
 }
 
-const ns_kernel_ops ns__naive_ops = {
+const ns_kernel_ops NS__OPS(naive) = {
     .build = build, .query = query, .info = info, .destroy = destroy};

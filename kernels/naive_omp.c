@@ -68,5 +68,5 @@ static void info(const void *p, ns_index_info *info)
     (void)p, (void)info;
 }
 
-const ns_kernel_ops ns__naive_omp_ops = {
+const ns_kernel_ops NS__OPS(naive_omp) = {
     .build = build, .query = query, .info = info, .destroy = destroy};

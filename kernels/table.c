@@ -1,19 +1,54 @@
-/* table.c - the kernel table, from kernel_list.h. */
+/* table.c - the kernel table, from kernel_list.h, and each kernel's ops for
+ * every code path this build compiled it for (isa.c chooses the path). */
 #include "kernel.h"
 
 #include <string.h>
 
+/* PATHS_OF(name): the kernel's ops on each path, in isa.c's order;
+ * PORTABLE_OF(name): on the last, most portable one. */
+#ifdef NS_ISA_DISPATCH
+#include "isa_paths.h"
+#define DECLARE_ON(path, name) extern const ns_kernel_ops NS__OPS__(name, path);
+#define OPS_ON(path, name) &NS__OPS__(name, path),
+#define DECLARE(name) NS_ISA_DISPATCH_PATHS(DECLARE_ON, name)
+#define PATHS_OF(name)                                                                             \
+    {                                                                                              \
+        NS_ISA_DISPATCH_PATHS(OPS_ON, name)                                                        \
+    }
+#define PORTABLE_OF(name) &NS__OPS__(name, generic)
+#define ONE(path, arg) +1
+enum { PATHS = NS_ISA_DISPATCH_PATHS(ONE, ) };
+#else
+#define DECLARE(name) extern const ns_kernel_ops NS__OPS(name);
+#define PATHS_OF(name)                                                                             \
+    {                                                                                              \
+        &NS__OPS(name)                                                                             \
+    }
+#define PORTABLE_OF(name) &NS__OPS(name)
+enum { PATHS = 1 };
+#endif
+
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
                   stable_order, reference, bound)                                                  \
-    extern const ns_kernel_ops ns__##name##_ops;
+    DECLARE(name)
 #include "kernel_list.h"
 #undef NS_KERNEL
 
+static const ns_kernel_ops *const ops_by_path[][PATHS] = {
+#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
+                  stable_order, reference, bound)                                                  \
+    PATHS_OF(name),
+#include "kernel_list.h"
+#undef NS_KERNEL
+};
+
+/* The public table. Its ops field says that the kernel exists; an index
+ * runs the ops ns__kernel_ops chooses. */
 static const ns_kernel kernels[] = {
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
                   stable_order, reference, bound)                                                  \
     {#name,         description,  parallel,  uses_table_size, quadratic,                           \
-     domain_memory, stable_order, reference, bound,           &ns__##name##_ops},
+     domain_memory, stable_order, reference, bound,           PORTABLE_OF(name)},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };
@@ -42,4 +77,15 @@ const ns_kernel *ns_kernel_with_reference(int rank)
         if (kernels[k].reference == rank)
             return &kernels[k];
     return NULL;
+}
+
+const ns_kernel_ops *ns__kernel_ops(const ns_kernel *k, const char *wanted, ns_error *err)
+{
+    int path = ns__isa_path(wanted, err);
+    if (path < 0)
+        return NULL;
+    for (size_t row = 0; row < ns_kernel_count(); row++)
+        if (&kernels[row] == k)
+            return ops_by_path[row][path];
+    return k->ops; /* a kernel made outside the table runs its own ops */
 }

@@ -1,6 +1,6 @@
 # discover.cmake - the ctests of a C test program, from the program itself.
 #
-#   cmake -DEXE=<program> -DOUT=<file> -P discover.cmake
+#   cmake -DEXE=<program> -DOUT=<file> [-DEMULATOR="qemu-aarch64 -L ..."] -P discover.cmake
 #
 # Runs `EXE --ctest` (testlib.h: one line per ctest, fields separated by
 # tabs: name, labels separated by commas, OMP_NUM_THREADS or "-", then the
@@ -8,7 +8,10 @@
 # and writes OUT, which ctest includes: an add_test() and a
 # set_tests_properties() per line. Run after every build of the program, so
 # a case exists in exactly one place, the program's table of cases.
-execute_process(COMMAND "${EXE}" --ctest OUTPUT_VARIABLE listing RESULT_VARIABLE status)
+# EMULATOR: the command that runs a cross-built program (e.g. "qemu-aarch64
+# -L /usr/aarch64-linux-gnu"), empty for a native build.
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
+execute_process(COMMAND ${emulator} "${EXE}" --ctest OUTPUT_VARIABLE listing RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${EXE} --ctest failed (${status}): its tests cannot be registered")
 endif()
@@ -20,12 +23,16 @@ foreach(line IN LISTS lines)
   endif()
   string(REPLACE "\t" ";" fields "${line}")
   list(POP_FRONT fields name label threads)
-  set(command "[==[${EXE}]==]")
+  set(command "")
+  foreach(word IN LISTS emulator)
+    string(APPEND command "[==[${word}]==] ")
+  endforeach()
+  string(APPEND command "[==[${EXE}]==]")
   foreach(arg IN LISTS fields)
     string(APPEND command " [==[${arg}]==]")
   endforeach()
   string(REPLACE "," ";" label "${label}")
-  set(properties "LABELS \"${label}\" TIMEOUT 300")
+  set(properties "LABELS \"${label}\" TIMEOUT 300 SKIP_RETURN_CODE 77")
   if(NOT threads STREQUAL "-")
     string(APPEND properties " ENVIRONMENT OMP_NUM_THREADS=${threads}")
   endif()

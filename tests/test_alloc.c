@@ -429,6 +429,6 @@ int main(int argc, char **argv)
 {
     static const ns_allocator hooks = {hook_malloc, hook_realloc, hook_free, NULL};
     ns_set_allocator(&hooks); /* before any other library call */
-    static const tl_suite suite = {"alloc", "alloc", -1};
+    static const tl_suite suite = {"alloc", "alloc", -1, 0};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

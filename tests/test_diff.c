@@ -109,6 +109,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    static const tl_suite suite = {"diff", "kernels", -1};
+    static const tl_suite suite = {"diff", "kernels", -1, 2};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

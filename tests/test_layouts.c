@@ -1164,6 +1164,6 @@ int main(int argc, char **argv)
 {
     /* label kernels, and layout: ThreadSanitizer's runs leave the layouts out
      * (their threads do what the differential and order tests' do) */
-    static const tl_suite suite = {"layout", "kernels,layout", 3};
+    static const tl_suite suite = {"layout", "kernels,layout", 3, 0};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -181,6 +181,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    static const tl_suite suite = {"peers", "peers", -1};
+    static const tl_suite suite = {"peers", "peers", -1, 0};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

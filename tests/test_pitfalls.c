@@ -1423,6 +1423,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    static const tl_suite suite = {"pitfall", "pitfalls", 3};
+    static const tl_suite suite = {"pitfall", "pitfalls", 3, -1};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

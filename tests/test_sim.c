@@ -1650,6 +1650,6 @@ static const tl_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    static const tl_suite suite = {"sim", "sim", 3};
+    static const tl_suite suite = {"sim", "sim", 3, 0};
     return tl_main(&suite, cases, sizeof cases / sizeof cases[0], argc, argv);
 }

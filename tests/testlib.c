@@ -1,9 +1,11 @@
 /* testlib.c - see testlib.h. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "testlib.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 
 int check_failures = 0;
 int check_count = 0;
@@ -221,6 +223,14 @@ void tl_poison_error(ns_error *err)
     memset(err->message, 0, sizeof err->message);
 }
 
+const char *tl_portable_path(void)
+{
+    static char last[32];
+    const char *paths = ns_isa_paths(), *space = strrchr(paths, ' ');
+    snprintf(last, sizeof last, "%s", space ? space + 1 : paths);
+    return last;
+}
+
 ns_status tl_find(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
                   ns_contact_list *contacts, ns_error *err)
 {
@@ -228,6 +238,13 @@ ns_status tl_find(const ns_kernel *k, const ns_particles *p, const ns_config *cf
     if (err == NULL)
         err = &local;
     tl_poison_error(err);
+    /* the reference always on the portable path: a kernel run on another
+     * path (NS_ISA, `--isa`) is compared with it, not with itself */
+    ns_config portable = cfg ? *cfg : ns_config_default();
+    if (k && k->reference == 1 && !portable.isa) {
+        portable.isa = tl_portable_path();
+        cfg = &portable;
+    }
     ns_status st = ns_find_contacts(k, p, cfg, contacts, err);
     if (st == NS_OK)
         ns_contact_list_sort(contacts);
@@ -445,6 +462,7 @@ void tl_compare_reference(const ns_contact_list *ref, const ns_contact_list *got
 }
 
 static const tl_suite *listed_suite; /* the suite tl_ctest() lists for */
+static const char *listed_path;      /* and the code path, when not the default */
 
 const char *tl_kernel_label(const ns_kernel *K, const char *label)
 {
@@ -463,18 +481,25 @@ void tl_ctest(const char *name, const char *label, int threads, const char *arg0
     const tl_suite *suite = listed_suite;
     if (threads == 0)
         threads = suite->threads;
-    printf("%s\t%s\t", name, label ? label : suite->label);
+    if (listed_path && suite->every_path > 0 && threads != suite->every_path)
+        return; /* another path's rerun: one thread count suffices */
+    if (listed_path)
+        printf("%s/isa-%s\t%s,isa\t", name, listed_path, label ? label : suite->label);
+    else
+        printf("%s\t%s\t", name, label ? label : suite->label);
     if (threads > 0)
         printf("%d", threads);
     else
         printf("-");
+    if (listed_path)
+        printf("\t--isa\t%s", listed_path);
     const char *args[3] = {arg0, arg1, arg2};
     for (int a = 0; a < 3 && args[a]; a++)
         printf("\t%s", args[a]);
     printf("\n");
 }
 
-static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncases)
+static void list_suite_ctests(const tl_suite *suite, const tl_case *cases, size_t ncases)
 {
     listed_suite = suite;
     for (size_t i = 0; i < ncases; i++) {
@@ -498,8 +523,43 @@ static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncas
     }
 }
 
+/* The suite's ctests; with every_path, again for each code path this CPU
+ * runs other than the one chosen by default (which the first listing runs). */
+static void list_ctests(const tl_suite *suite, const tl_case *cases, size_t ncases)
+{
+    list_suite_ctests(suite, cases, ncases);
+    if (!suite->every_path || getenv("NS_ISA"))
+        return;
+    ns_error err;
+    const char *chosen = ns_isa(&err);
+    char paths[200];
+    snprintf(paths, sizeof paths, "%s", ns_isa_paths());
+    for (char *path = strtok(paths, " "); path; path = strtok(NULL, " ")) {
+        setenv("NS_ISA", path, 1);
+        bool runs = ns_isa(&err) != NULL;
+        unsetenv("NS_ISA");
+        if (!runs || (chosen && strcmp(path, chosen) == 0))
+            continue;
+        listed_path = path;
+        list_suite_ctests(suite, cases, ncases);
+        listed_path = NULL;
+    }
+}
+
 int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc, char **argv)
 {
+    const char *path = NULL;
+    if (argc >= 3 && strcmp(argv[1], "--isa") == 0) { /* a code path's run of the cases */
+        path = argv[2];
+        setenv("NS_ISA", path, 1);
+        ns_error err;
+        if (!ns_isa(&err)) { /* e.g. a build tree moved to another CPU */
+            fprintf(stderr, "%s: SKIP: %s\n", suite->name, err.message);
+            return TL_SKIP;
+        }
+        argv[2] = argv[0];
+        argc -= 2, argv += 2;
+    }
     if (argc < 2) {
         for (size_t i = 0; i < ncases; i++)
             printf("%s\n", cases[i].name);
@@ -522,6 +582,8 @@ int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc
         int len = snprintf(name, sizeof name, "%s/%s", suite->name, cases[i].name);
         for (int a = 2; a < argc && len > 0 && (size_t)len < sizeof name; a++)
             len += snprintf(name + len, sizeof name - (size_t)len, " %s", argv[a]);
+        if (path && len > 0 && (size_t)len < sizeof name)
+            snprintf(name + len, sizeof name - (size_t)len, " (code path %s)", path);
         return check_report(name);
     }
     fprintf(stderr, "%s: unknown case or arguments: %s (run without arguments for the list)\n",

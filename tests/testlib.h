@@ -127,17 +127,27 @@ typedef struct tl_suite {
     const char *name;  /* reports and default ctest names: SUITE/CASE */
     const char *label; /* the ctest label of its cases */
     int threads;       /* OMP_NUM_THREADS of its ctests; -1: unset */
+    int every_path;    /* its ctests again on each other code path this CPU runs
+                          (nsearch.h, ns_isa): NAME/isa-PATH, label isa, run as
+                          `prog --isa PATH ...`, which sets NS_ISA. 0: not; -1:
+                          every ctest; N > 0: those with N threads (the threads
+                          run the same code on every path) */
 } tl_suite;
 
 /* One ctest: its name, label (NULL: the suite's), OMP_NUM_THREADS (0: the
  * suite's, -1: unset) and the program's arguments (up to three, the case
  * name first; NULL ends them). */
-void tl_ctest(const char *name, const char *label, int threads, const char *arg0,
-              const char *arg1, const char *arg2);
+void tl_ctest(const char *name, const char *label, int threads, const char *arg0, const char *arg1,
+              const char *arg2);
 /* The label of a kernel's ctest: label (NULL: the suite's), and "serial"
  * too for a kernel that uses no threads, which ThreadSanitizer's runs leave
  * out. For the ctests() functions. */
 const char *tl_kernel_label(const ns_kernel *K, const char *label);
 int tl_main(const tl_suite *suite, const tl_case *cases, size_t ncases, int argc, char **argv);
+/* The exit status of a test that cannot run here (ctest's SKIP_RETURN_CODE). */
+#define TL_SKIP 77
+/* The build's most portable code path (the last of ns_isa_paths()): the
+ * reference kernel's searches in tl_find run on it. */
+const char *tl_portable_path(void);
 
 #endif /* NS_TESTLIB_H */

@@ -5,9 +5,11 @@
  * LAMMPS runs in a process of its own, nsb-lammps (lammps_server.c): it
  * ends its process on its own errors, and that must not end nsearch-bench.
  * One such process serves every search of this process, and a new one
- * starts after LAMMPS ended the last; a search that ended it is a refusal
- * with LAMMPS's error line (e.g. "Too many neighbor bins" for clusters far
- * apart), like grid_dense's on a domain too large for it.
+ * starts after LAMMPS ended the last. A search LAMMPS refuses - too many
+ * bins for clusters far apart, a neighbour list overflowing, memory (its
+ * error line says which, or the process was killed) - is a refusal, like
+ * grid_dense's on a domain too large for it; any other LAMMPS error is
+ * reported as an error, with LAMMPS's line.
  *
  * Prepare (untimed, once per particle set): the particles become LAMMPS
  * atoms in a box around them. Build: one neighbour build, LAMMPS's
@@ -65,14 +67,22 @@ class server
         if (!send_all(&rq, sizeof rq) || (extra_size && !send_all(extra, extra_size)) ||
             !receive(&rp, sizeof rp))
             return ended(err);
-        if (rp.status != 0)
-            return nsb::fail(err, NS_ERR_INVALID_ARGUMENT,
-                             rq.op == NSB_LAMMPS_LOAD
-                                 ? "lammps_neighbor: LAMMPS could not load the atoms"
-                                 : "lammps_neighbor: no memory for the pairs file");
+        if (rp.status != 0) /* only PAIRS and CLEAR report one: the pairs file */
+            return nsb::fail(
+                err, rq.op == NSB_LAMMPS_PAIRS ? NS_ERR_OUT_OF_MEMORY : NS_ERR_INVALID_ARGUMENT,
+                "lammps_neighbor: nsb-lammps could not size the pairs file "
+                "(or found no pair list)");
         if (value)
             *value = rp.value;
         return NS_OK;
+    }
+
+    /* This process's mapping of the pairs file released (after CLEAR). */
+    void unmap_pairs()
+    {
+        if (map)
+            munmap(map, mapped);
+        map = nullptr, mapped = 0;
     }
 
     /* The pairs file, mapped for `count` pairs (NULL when it cannot be). */
@@ -152,6 +162,7 @@ class server
         while (was > 0 && waitpid(was, &status, 0) < 0 && errno == EINTR) {
         }
         pid = -1;
+        loads++; /* whatever it had loaded is gone */
         std::string tail = screen_tail(), line;
         size_t at = tail.rfind("ERROR");
         if (at != std::string::npos)
@@ -164,7 +175,9 @@ class server
             s = NS_ERR_TOO_LARGE;
         else if (line.find("Neighbor list overflow") != std::string::npos)
             s = NS_ERR_TOO_MANY_CONTACTS;
-        else if (line.find("Failed to allocate") != std::string::npos)
+        else if (line.find("Failed to allocate") != std::string::npos ||
+                 line.find("out of memory") != std::string::npos ||
+                 (line.empty() && WIFSIGNALED(status))) /* e.g. the OOM killer's */
             s = NS_ERR_OUT_OF_MEMORY;
         char what[400];
         if (line.empty())
@@ -252,7 +265,7 @@ server lammps;
 
 struct state {
     bool sorted = false;
-    uint64_t loaded = 0; /* lammps.loads when this state's particles were loaded */
+    uint64_t loaded = UINT64_MAX; /* lammps.loads when its particles were loaded */
     const ns_particles *p = nullptr;
     size_t n = 0;
     nsb::parts out;
@@ -300,14 +313,16 @@ ns_status build(void *s_, const ns_particles *p, int threads, ns_error *err)
 {
     (void)threads;
     state *s = static_cast<state *>(s_);
-    if (s->loaded != lammps.loads || s->p != p || s->n != p->n) {
-        ns_status st = prepare(s_, p, err); /* a caller that did not prepare */
-        if (st != NS_OK)
-            return st;
-    }
-    nsb_lammps_request rq{};
-    rq.op = NSB_LAMMPS_BUILD;
-    return lammps.ask(rq, nullptr, 0, nullptr, err);
+    return nsb::guarded(who, err, [&] {
+        if (s->loaded != lammps.loads || s->p != p || s->n != p->n) {
+            ns_status st = prepare(s_, p, err); /* a caller that did not prepare */
+            if (st != NS_OK)
+                return st;
+        }
+        nsb_lammps_request rq{};
+        rq.op = NSB_LAMMPS_BUILD;
+        return lammps.ask(rq, nullptr, 0, nullptr, err);
+    });
 }
 
 ns_status query(void *s_, const ns_particles *p, int threads, ns_contact_list *out,
@@ -348,9 +363,11 @@ double bytes(const void *s_)
     rq.op = NSB_LAMMPS_MEMORY;
     uint64_t value = 0;
     ns_error err;
-    if (s->loaded != lammps.loads || lammps.ask(rq, nullptr, 0, &value, &err) != NS_OK)
-        return -1.0;
-    return (double)value;
+    ns_status st = nsb::guarded(who, &err, [&] {
+        return s->loaded == lammps.loads ? lammps.ask(rq, nullptr, 0, &value, &err)
+                                         : NS_ERR_INVALID_ARGUMENT;
+    });
+    return st == NS_OK ? (double)value : -1.0;
 }
 
 /* The state, and LAMMPS's atoms and lists when they are still this state's. */
@@ -361,8 +378,12 @@ void destroy(void *s_)
         nsb_lammps_request rq{};
         rq.op = NSB_LAMMPS_CLEAR;
         ns_error err;
-        if (lammps.ask(rq, nullptr, 0, nullptr, &err) == NS_OK)
+        nsb::guarded(who, &err, [&] {
+            ns_status st = lammps.ask(rq, nullptr, 0, nullptr, &err);
             lammps.loads++; /* nothing loaded now */
+            lammps.unmap_pairs();
+            return st;
+        });
     }
     delete s;
 }

@@ -67,6 +67,20 @@ static int send_all(const void *buf, size_t size)
     return 0;
 }
 
+/* The process ends with an error line at the end of the screen file, where
+ * the adapter reads it (after LAMMPS's own output, wherever LAMMPS's offset
+ * is). */
+static _Noreturn void fail(const char *what)
+{
+    char line[600];
+    int len = snprintf(line, sizeof line, "\nERROR: %s\n", what);
+    fflush(NULL);
+    off_t end = lseek(SCREEN_FD, 0, SEEK_END);
+    if (len > 0 && end >= 0 && pwrite(SCREEN_FD, line, (size_t)len, end) < 0)
+        _exit(3); /* only the message is lost */
+    _exit(1);
+}
+
 static void command(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void command(const char *fmt, ...)
 {
@@ -76,6 +90,13 @@ static void command(const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     lammps_command(lmp, line);
+    /* a LAMMPS built with exceptions returns its errors instead of ending
+     * the process (Debian 12's ends it): end it here the same way */
+    if (lammps_has_error(lmp)) {
+        char message[512];
+        lammps_get_last_error_message(lmp, message, sizeof message);
+        fail(message);
+    }
 }
 
 /* LAMMPS ends the process through MPI_Abort on an error one rank finds
@@ -105,10 +126,10 @@ static int load(const nsb_lammps_request *rq)
     size_t n = (size_t)rq->n;
     double *x = malloc(3 * n * sizeof *x + 1);
     int *id = malloc(n * sizeof *id + 1), *type = malloc(n * sizeof *type + 1);
-    if (!x || !id || !type || receive(x, 3 * n * sizeof *x) != 0) {
-        free(x), free(id), free(type);
-        return -1;
-    }
+    if (!x || !id || !type) /* the atoms' bytes are still on the socket: no way on */
+        fail("nsb-lammps: out of memory for the atoms");
+    if (receive(x, 3 * n * sizeof *x) != 0)
+        _exit(0); /* the adapter is gone */
     empty_screen();
     command("clear");
     command("units lj");
@@ -130,8 +151,9 @@ static int load(const nsb_lammps_request *rq)
     int made = lammps_create_atoms(lmp, (int)n, id, type, x, NULL, NULL, 0);
     free(x), free(id), free(type);
     if (made != (int)n) {
-        fprintf(stderr, "nsb-lammps: LAMMPS created %d of %zu atoms\n", made, n);
-        return -1;
+        char what[100];
+        snprintf(what, sizeof what, "nsb-lammps: LAMMPS created %d of %zu atoms", made, n);
+        fail(what);
     }
     /* The first run sorts the atoms spatially (LAMMPS's default) or not;
      * later runs keep that order. */
@@ -200,7 +222,13 @@ int main(void)
             lammps_command(lmp, "run 0 post no");
             break;
         case NSB_LAMMPS_PAIRS: rp.status = write_pairs(&rp.value); break;
-        case NSB_LAMMPS_CLEAR: command("clear"); break;
+        case NSB_LAMMPS_CLEAR: /* the atoms, the lists and the pairs file freed */
+            command("clear");
+            if (pairs)
+                munmap(pairs, 2 * pairs_capacity * sizeof *pairs);
+            pairs = NULL, pairs_capacity = 0;
+            rp.status = ftruncate(PAIRS_FD, 0);
+            break;
         case NSB_LAMMPS_MEMORY: {
             /* [0]: the sum of LAMMPS's memory_usage() estimates (atoms,
              * neighbour lists, bins, ...) in MiB, as its run setup prints */

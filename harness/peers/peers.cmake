@@ -18,12 +18,14 @@ target_link_libraries(nsb_peers PUBLIC OpenMP::OpenMP_CXX)
 set(_missing "")
 
 # One adapter: with its library found, harness/peers/NAME.cpp linked to
-# TARGET with the compile definitions that follow; else NAME (PACKAGES)
-# joins the missing.
+# TARGET ("none": the adapter links nothing) with the compile definitions
+# that follow; else NAME (PACKAGES) joins the missing.
 macro(nsb_peer found name packages target)
   if(${found})
     target_sources(nsb_peers PRIVATE ${_peer_dir}/${name}.cpp)
-    target_link_libraries(nsb_peers PRIVATE ${target})
+    if(NOT "${target}" STREQUAL "none")
+      target_link_libraries(nsb_peers PRIVATE ${target})
+    endif()
     target_compile_definitions(nsb_peers PRIVATE ${ARGN})
   else()
     list(APPEND _missing "${name} (${packages})")
@@ -88,7 +90,7 @@ if(LAMMPS_FOUND)
   target_link_libraries(nsb-lammps PRIVATE LAMMPS::lammps nsearch_flags)
   add_dependencies(nsb_peers nsb-lammps)
 endif()
-nsb_peer(LAMMPS_FOUND lammps_neighbor liblammps-dev LAMMPS::lammps NSB_HAVE_LAMMPS
+nsb_peer(LAMMPS_FOUND lammps_neighbor liblammps-dev none NSB_HAVE_LAMMPS
          NSB_LAMMPS_VERSION="${LAMMPS_VERSION}" NSB_LAMMPS_SERVER="$<TARGET_FILE:nsb-lammps>")
 if(NOT LAMMPS_FOUND)
   list(APPEND _missing "lammps_neighbor_sorted (liblammps-dev)")

@@ -8,6 +8,7 @@
 
 struct ns_index {
     const ns_kernel *kernel;
+    const ns_kernel_ops *ops; /* the kernel's, on the code path this process runs */
     ns_config config;
     ns__input in;
     void *state;       /* the kernel's, kept across builds */
@@ -132,11 +133,15 @@ ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_i
                         c.table_size, UINT32_MAX);
     if (c.grid_max_bytes == 0)
         c.grid_max_bytes = NS_DEFAULT_GRID_MAX_BYTES;
+    const ns_kernel_ops *ops = ns__kernel_ops(kernel, c.isa, err);
+    if (!ops) /* config.isa or NS_ISA names a path that cannot run: err says which */
+        return NS_ERR_INVALID_ARGUMENT;
     ns_index *index = ns__malloc(sizeof *index);
     if (!index)
         return ns__fail_oom(err, "the index");
     memset(index, 0, sizeof *index);
     index->kernel = kernel;
+    index->ops = ops;
     index->config = c;
     *out = index;
     ns__ok(err);
@@ -148,7 +153,7 @@ void ns_index_destroy(ns_index *index)
     if (!index)
         return;
     if (index->state)
-        index->kernel->ops->destroy(index->state);
+        index->ops->destroy(index->state);
     ns__free(index);
 }
 
@@ -189,7 +194,7 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
     if (!index->trivial) {
         ns_status s = set_cells(in, p, err);
         if (s == NS_OK)
-            s = index->kernel->ops->build(&index->state, in, err);
+            s = index->ops->build(&index->state, in, err);
         if (s != NS_OK)
             return s;
     }
@@ -210,7 +215,7 @@ ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *e
                         "query of an index without a successful build");
     if (!index->trivial) {
         ns_status s =
-            index->kernel->ops->query(index->state, &index->in, contacts, &index->candidates, err);
+            index->ops->query(index->state, &index->in, contacts, &index->candidates, err);
         if (s != NS_OK) {
             contacts->count = 0;
             return s;
@@ -222,7 +227,7 @@ ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *e
 
 bool ns_index_can_count(const ns_index *index)
 {
-    return index && index->kernel->ops->count;
+    return index && index->ops->count;
 }
 
 ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
@@ -238,7 +243,7 @@ ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "count of an index without a successful build");
     if (!index->trivial) {
-        ns_status s = index->kernel->ops->count(index->state, &index->in, count, err);
+        ns_status s = index->ops->count(index->state, &index->in, count, err);
         if (s != NS_OK)
             return s;
     }
@@ -262,7 +267,7 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info)
     info->candidates = index->candidates;
     if (index->built && !index->trivial) {
         if (index->state)
-            index->kernel->ops->info(index->state, info);
+            index->ops->info(index->state, info);
         if (info->cells || info->table_size)
             info->cell_size = index->in.grid.cell;
     }

@@ -90,5 +90,5 @@ static void destroy(void *st)
     ns__free(s);
 }
 
-const ns_kernel_ops ns__sweep_x_ops = {
+const ns_kernel_ops NS__OPS(sweep_x) = {
     .build = build, .query = query, .info = info, .destroy = destroy};

@@ -25,7 +25,7 @@
 #define NAME(path, arg) #path,
 #define LISTED(path, arg) " " #path
 static const char *const paths[] = {NS_ISA_DISPATCH_PATHS(NAME, )};
-static const char *const all_paths = NS_ISA_DISPATCH_PATHS(LISTED, ) + 1; /* not the first space */
+static const char *const all_paths = &NS_ISA_DISPATCH_PATHS(LISTED, )[1]; /* not the first space */
 /* what each path needs, in cpu_runs()'s terms */
 static const char *const needs[] = {"AVX-512 F, VL, BW and DQ, AVX2, FMA, BMI1 and BMI2",
                                     "AVX2, FMA, BMI1 and BMI2", ""};

@@ -695,6 +695,8 @@ static void run_search(nsb_state *st, config *c)
         *r = (search_run){.p = {c->n, cache.pos, cache.radius, 0.0f}};
         r->se = (searcher){.c = c, .p = &r->p};
         ns_contact_list_init(&r->contacts);
+        if (peer)
+            kept.c = c; /* kept from here on; released on failure */
         double first_s;
         if (!first_search(st, c, &r->se, &r->contacts, &first_s)) {
             s = NS_ERR_INVALID_ARGUMENT; /* the verdict says why */
@@ -710,8 +712,6 @@ static void run_search(nsb_state *st, config *c)
             s = NS_ERR_INVALID_ARGUMENT;
             goto done;
         }
-        if (peer)
-            kept.c = c;
     } else {
         nsb_set_label(st, c->verdict); /* a later repetition of a kept peer */
     }
@@ -746,10 +746,8 @@ static void run_search(nsb_state *st, config *c)
 done:
     if (!peer)
         search_run_free(r);
-    else if (s != NS_OK) {
-        search_run_free(r);
-        kept.c = NULL;
-    }
+    else if (s != NS_OK)
+        kept_release();
 }
 
 static void run_config(nsb_state *st, void *arg)

@@ -92,9 +92,7 @@ class server
         if (fstat(pairs_fd, &st) != 0 || (uint64_t)st.st_size < 2 * count * sizeof(uint32_t))
             return nullptr;
         if ((size_t)st.st_size != mapped) {
-            if (map)
-                munmap(map, mapped);
-            map = nullptr, mapped = 0;
+            unmap_pairs();
             if (st.st_size == 0)
                 return nullptr;
             void *m = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_SHARED, pairs_fd, 0);
@@ -155,19 +153,13 @@ class server
      * line into err, the files closed. */
     ns_status ended(ns_error *err)
     {
-        int status = 0;
-        pid_t was = pid;
-        close(sock);
-        sock = -1;
-        while (was > 0 && waitpid(was, &status, 0) < 0 && errno == EINTR) {
-        }
-        pid = -1;
+        int status = reap();
         loads++; /* whatever it had loaded is gone */
         std::string tail = screen_tail(), line;
         size_t at = tail.rfind("ERROR");
         if (at != std::string::npos)
             line = tail.substr(at, tail.find('\n', at) - at);
-        stop();
+        close_files();
         ns_status s = NS_ERR_INVALID_ARGUMENT;
         if ((line.find("Too many") != std::string::npos &&
              line.find("bins") != std::string::npos) ||
@@ -190,20 +182,33 @@ class server
         return nsb::fail(err, s, what);
     }
 
-    void stop()
+    /* The socket closed (nsb-lammps ends when it closes) and the process
+     * waited for: its wait status (0 when there was none). */
+    int reap()
     {
+        int status = 0;
         if (sock >= 0)
-            close(sock); /* nsb-lammps ends when its socket closes */
-        if (pid > 0)
-            while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-            }
-        if (map)
-            munmap(map, mapped);
+            close(sock);
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        sock = -1, pid = -1;
+        return status;
+    }
+
+    void close_files()
+    {
+        unmap_pairs();
         if (screen >= 0)
             close(screen);
         if (pairs_fd >= 0)
             close(pairs_fd);
-        sock = screen = pairs_fd = -1, pid = -1, map = nullptr, mapped = 0;
+        screen = pairs_fd = -1;
+    }
+
+    void stop()
+    {
+        reap();
+        close_files();
     }
 
     /* fd moved to a number above the child's 3, 4 and 5 (so that dup2-ing

@@ -163,6 +163,13 @@ static int load(const nsb_lammps_request *rq)
     return 0;
 }
 
+static void unmap_pairs(void)
+{
+    if (pairs)
+        munmap(pairs, 2 * pairs_capacity * sizeof *pairs);
+    pairs = NULL, pairs_capacity = 0;
+}
+
 /* The half list of the last run as pairs of particle indices into fd 5. */
 static int write_pairs(uint64_t *count)
 {
@@ -179,9 +186,7 @@ static int write_pairs(uint64_t *count)
     }
     if (total > pairs_capacity) {
         size_t capacity = total + total / 2 + 1024;
-        if (pairs)
-            munmap(pairs, 2 * pairs_capacity * sizeof *pairs);
-        pairs = NULL, pairs_capacity = 0;
+        unmap_pairs();
         if (ftruncate(PAIRS_FD, (off_t)(2 * capacity * sizeof *pairs)) != 0)
             return -1;
         void *m = mmap(NULL, 2 * capacity * sizeof *pairs, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -224,9 +229,7 @@ int main(void)
         case NSB_LAMMPS_PAIRS: rp.status = write_pairs(&rp.value); break;
         case NSB_LAMMPS_CLEAR: /* the atoms, the lists and the pairs file freed */
             command("clear");
-            if (pairs)
-                munmap(pairs, 2 * pairs_capacity * sizeof *pairs);
-            pairs = NULL, pairs_capacity = 0;
+            unmap_pairs();
             rp.status = ftruncate(PAIRS_FD, 0);
             break;
         case NSB_LAMMPS_MEMORY: {

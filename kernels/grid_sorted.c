@@ -18,10 +18,13 @@
  * stencil: +x; the row y+1; the nine cells of z+1). A cell's candidates are
  * gathered side by side into a scratch padded with NaN, and each of its
  * particles is tested against all of them by one plain loop that the
- * compiler vectorises; the contacts found are compacted (AVX-512 compress
- * where the compiler targets it, a branch-free loop elsewhere) and their
- * values computed by a second vectorised loop (a crowded neighbourhood that
- * does not fit the scratch is tested run by run).
+ * compiler vectorises; the contacts found are compacted (AVX-512 compress,
+ * on the AVX2 path a permutation looked up from the mask, a branch-free
+ * loop elsewhere; every vector of candidates is stored whether or not it
+ * holds a contact, which is faster than a branch that mispredicts) and
+ * their values computed by a second vectorised loop, then streamed to the
+ * list (a crowded neighbourhood that does not fit the scratch is tested run
+ * by run).
  * The query runs twice over blocks of cells in parallel: first counting the
  * contacts of each block, then writing each block's contacts at its offset
  * in the caller's list, so no per-thread buffer is merged and the order of the
@@ -32,7 +35,7 @@
 
 #include <omp.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -610,36 +613,93 @@ static inline void store16(ns_contact *out, const found *fd, uint32_t t)
     interleave8(out + 8, _mm512_permutex2var_epi32(i, hi, j), _mm512_permutex2var_epi32(o, hi, x),
                 _mm512_permutex2var_epi32(y, hi, z));
 }
+#elif defined(__AVX2__)
+/* The AVX2 twin of store16: 8 contacts (3 x 64 bytes, out aligned to 64).
+ * The fields paired into 64-bit lanes (i j, overlap nx, ny nz) for contacts
+ * 0-3 and 4-7, then each 32-byte store gathered from the three pairs by a
+ * permutation of each and two blends. */
+static inline void interleave4(ns_contact *out, __m256i ij, __m256i on, __m256i yz)
+{
+    __m256i *to = (__m256i *)(void *)out;
+    _mm256_stream_si256(
+        to, _mm256_blend_epi32(_mm256_blend_epi32(_mm256_permute4x64_epi64(ij, 0x40),
+                                                  _mm256_permute4x64_epi64(on, 0x00), 0x0c),
+                               _mm256_permute4x64_epi64(yz, 0x00), 0x30));
+    _mm256_stream_si256(
+        to + 1, _mm256_blend_epi32(_mm256_blend_epi32(_mm256_permute4x64_epi64(on, 0x81),
+                                                      _mm256_permute4x64_epi64(yz, 0x04), 0x0c),
+                                   _mm256_permute4x64_epi64(ij, 0x20), 0x30));
+    _mm256_stream_si256(
+        to + 2, _mm256_blend_epi32(_mm256_blend_epi32(_mm256_permute4x64_epi64(yz, 0xc2),
+                                                      _mm256_permute4x64_epi64(ij, 0x0c), 0x0c),
+                                   _mm256_permute4x64_epi64(on, 0x30), 0x30));
+}
+
+static inline void store8(ns_contact *out, const found *fd, uint32_t t)
+{
+    __m256i i = _mm256_loadu_si256((const __m256i *)(const void *)(fd->a + t));
+    __m256i j = _mm256_loadu_si256((const __m256i *)(const void *)(fd->b + t));
+    __m256i o = _mm256_loadu_si256((const __m256i *)(const void *)(fd->s + t));
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(fd->dx + t));
+    __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(fd->dy + t));
+    __m256i z = _mm256_loadu_si256((const __m256i *)(const void *)(fd->dz + t));
+    /* 64-bit lanes: lo = pairs 0 1 | 4 5, hi = pairs 2 3 | 6 7 */
+    __m256i ijl = _mm256_unpacklo_epi32(i, j), ijh = _mm256_unpackhi_epi32(i, j);
+    __m256i onl = _mm256_unpacklo_epi32(o, x), onh = _mm256_unpackhi_epi32(o, x);
+    __m256i yzl = _mm256_unpacklo_epi32(y, z), yzh = _mm256_unpackhi_epi32(y, z);
+    interleave4(out, _mm256_permute2x128_si256(ijl, ijh, 0x20),
+                _mm256_permute2x128_si256(onl, onh, 0x20),
+                _mm256_permute2x128_si256(yzl, yzh, 0x20));
+    interleave4(out + 4, _mm256_permute2x128_si256(ijl, ijh, 0x31),
+                _mm256_permute2x128_si256(onl, onh, 0x31),
+                _mm256_permute2x128_si256(yzl, yzh, 0x31));
+}
 #endif
 
 /* Computes the found contacts, numbered and oriented in the caller's order
- * (i < j, dx = x_j - x_i: negating x_b - x_a is exact), and writes them. */
-static ns_contact *flush(found *fd, const view *v, ns_contact *out)
+ * (i < j, dx = x_j - x_i: negating x_b - x_a is exact): on x86 into fd's
+ * arrays in place (the loop has no branch, so the compiler vectorises it
+ * with AVX2 as with AVX-512; uniform is a constant in each call), elsewhere
+ * into out. */
+static inline void fill_found(found *fd, bool uniform, float su, ns_contact *out)
 {
-    uint32_t m = fd->count;
-    float su = v->ru + v->ru;
-    bool uniform = !v->r;
-    for (uint32_t t = 0; t < m; t++) {
+    for (uint32_t t = 0, m = fd->count; t < m; t++) {
         uint32_t a = fd->a[t], b = fd->b[t];
         float dx = fd->dx[t], dy = fd->dy[t], dz = fd->dz[t];
         bool swap = a > b;
         ns_contact c;
         ns__contact_fill(swap ? b : a, swap ? a : b, swap ? -dx : dx, swap ? -dy : dy,
                          swap ? -dz : dz, ns__distance2(dx, dy, dz), uniform ? su : fd->s[t], &c);
-#if defined(__AVX512F__)
-        /* the fields, in place, for store16() */
+#if defined(__AVX2__)
+        /* the fields, in place, for store16() or store8() */
         fd->a[t] = c.i, fd->b[t] = c.j, fd->s[t] = c.overlap;
         fd->dx[t] = c.nx, fd->dy[t] = c.ny, fd->dz[t] = c.nz;
+        (void)out;
 #else
         out[t] = c;
 #endif
     }
-#if defined(__AVX512F__)
-    uint32_t t = 0; /* one by one up to a 64-byte boundary, then 16 at a time */
+}
+
+/* Writes the found contacts from out on. */
+static ns_contact *flush(found *fd, const view *v, ns_contact *out)
+{
+    uint32_t m = fd->count;
+    if (v->r)
+        fill_found(fd, false, 0.0f, out);
+    else
+        fill_found(fd, true, v->ru + v->ru, out);
+#if defined(__AVX2__)
+    uint32_t t = 0; /* one by one up to a 64-byte boundary, then 16 or 8 at a time */
     for (; t < m && ((uintptr_t)(out + t) & 63) != 0; t++)
         out[t] = (ns_contact){fd->a[t], fd->b[t], fd->s[t], fd->dx[t], fd->dy[t], fd->dz[t]};
+#if defined(__AVX512F__)
     for (; t + 16 <= m; t += 16)
         store16(out + t, fd, t);
+#else
+    for (; t + 8 <= m; t += 8)
+        store8(out + t, fd, t);
+#endif
     _mm_sfence(); /* the streamed lines are visible before anything later */
     for (; t < m; t++)
         out[t] = (ns_contact){fd->a[t], fd->b[t], fd->s[t], fd->dx[t], fd->dy[t], fd->dz[t]};
@@ -647,6 +707,35 @@ static ns_contact *flush(found *fd, const view *v, ns_contact *out)
     fd->count = 0;
     return out + m;
 }
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* AVX2 has no compress: the lanes a mask keeps are moved to the front by a
+ * permutation, looked up from the mask. COMPRESS8[m] holds, 4 bits per
+ * output lane, the input lanes of the set bits of m in order; the table is
+ * computed by the compiler: bit i of m goes to the lane numbered by the set
+ * bits below it. */
+#define NS__BIT(m, i) (((m) >> (i)) & 1u)
+#define NS__BELOW(m, i) /* the set bits of m below bit i */                                        \
+    (NS__BIT((m) & ((1u << (i)) - 1u), 0) + NS__BIT((m) & ((1u << (i)) - 1u), 1) +                 \
+     NS__BIT((m) & ((1u << (i)) - 1u), 2) + NS__BIT((m) & ((1u << (i)) - 1u), 3) +                 \
+     NS__BIT((m) & ((1u << (i)) - 1u), 4) + NS__BIT((m) & ((1u << (i)) - 1u), 5) +                 \
+     NS__BIT((m) & ((1u << (i)) - 1u), 6))
+#define NS__LANE(m, i) (NS__BIT(m, i) * ((uint32_t)(i) << (4 * NS__BELOW(m, i))))
+#define NS__ENTRY(m)                                                                               \
+    (NS__LANE(m, 0) | NS__LANE(m, 1) | NS__LANE(m, 2) | NS__LANE(m, 3) | NS__LANE(m, 4) |          \
+     NS__LANE(m, 5) | NS__LANE(m, 6) | NS__LANE(m, 7))
+#define NS__E4(m) NS__ENTRY(m), NS__ENTRY(m + 1), NS__ENTRY(m + 2), NS__ENTRY(m + 3)
+#define NS__E16(m) NS__E4(m), NS__E4(m + 4), NS__E4(m + 8), NS__E4(m + 12)
+#define NS__E64(m) NS__E16(m), NS__E16(m + 16), NS__E16(m + 32), NS__E16(m + 48)
+static const uint32_t COMPRESS8[256] = {NS__E64(0u), NS__E64(64u), NS__E64(128u), NS__E64(192u)};
+
+/* The permutation that moves the lanes of mask m to the front. */
+static inline __m256i compress_permutation(unsigned m)
+{
+    return _mm256_srlv_epi32(_mm256_set1_epi32((int)COMPRESS8[m]),
+                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+}
+#endif
 
 static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, uint32_t q,
                                          ns_contact *out)
@@ -673,8 +762,6 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             __m512 S = _mm512_add_ps(PR, v->r ? _mm512_loadu_ps(sc->r + k0) : RU);
             __mmask16 m = _mm512_cmp_ps_mask(D2, _mm512_mul_ps(S, S), _CMP_LT_OQ) &
                           _mm512_cmpgt_epu32_mask(K, Q);
-            if (!m)
-                continue;
             _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
             _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
             _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
@@ -683,6 +770,43 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             _mm512_storeu_si512(fd->b + f,
                                 _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
             _mm512_storeu_si512(fd->a + f, A);
+            f += (uint32_t)__builtin_popcount(m);
+        }
+        fd->count = f;
+        (void)hit;
+        return out;
+    }
+#elif defined(__AVX2__)
+    {
+        if (fd->count + padded > PAIRS)
+            out = flush(fd, v, out);
+        uint32_t f = fd->count;
+        __m256 PX = _mm256_set1_ps(px), PY = _mm256_set1_ps(py), PZ = _mm256_set1_ps(pz);
+        __m256 PR = _mm256_set1_ps(v->r ? sc->r[q] : v->ru), RU = _mm256_set1_ps(v->ru);
+        __m256i A = _mm256_set1_epi32((int)sc->id[q]);
+        __m256i K = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i Q = _mm256_set1_epi32((int)q), STEP = _mm256_set1_epi32(8);
+        for (uint32_t k0 = 0; k0 < padded; k0 += 8, K = _mm256_add_epi32(K, STEP)) {
+            __m256 DX = _mm256_sub_ps(_mm256_loadu_ps(sc->x + k0), PX);
+            __m256 DY = _mm256_sub_ps(_mm256_loadu_ps(sc->y + k0), PY);
+            __m256 DZ = _mm256_sub_ps(_mm256_loadu_ps(sc->z + k0), PZ);
+            __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(DX, DX), _mm256_mul_ps(DY, DY)),
+                                      _mm256_mul_ps(DZ, DZ));
+            __m256 S = _mm256_add_ps(PR, v->r ? _mm256_loadu_ps(sc->r + k0) : RU);
+            __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
+                                     _mm256_castsi256_ps(_mm256_cmpgt_epi32(K, Q)));
+            unsigned m = (unsigned)_mm256_movemask_ps(T);
+            __m256i P = compress_permutation(m);
+            _mm256_storeu_ps(fd->dx + f, _mm256_permutevar8x32_ps(DX, P));
+            _mm256_storeu_ps(fd->dy + f, _mm256_permutevar8x32_ps(DY, P));
+            _mm256_storeu_ps(fd->dz + f, _mm256_permutevar8x32_ps(DZ, P));
+            if (v->r)
+                _mm256_storeu_ps(fd->s + f, _mm256_permutevar8x32_ps(S, P));
+            _mm256_storeu_si256(
+                (__m256i *)(void *)(fd->b + f),
+                _mm256_permutevar8x32_epi32(
+                    _mm256_loadu_si256((const __m256i *)(const void *)(sc->id + k0)), P));
+            _mm256_storeu_si256((__m256i *)(void *)(fd->a + f), A);
             f += (uint32_t)__builtin_popcount(m);
         }
         fd->count = f;

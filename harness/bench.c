@@ -15,8 +15,8 @@
  * build, then their query into the contact list), to 100,000 particles on
  * the workloads the table does not mark bulk.
  *
- * Two configurations are not kernels; both are registered beside the kernels
- * of every workload and n, at every thread count of the run:
+ * Three configurations are not kernels; they are registered beside the
+ * kernels of every workload and n, at every thread count of the run:
  *  - bound/workload/n:N/threads:T times grid_sorted's build (its binning into
  *    sorted cells) plus ns_index_count, its vectorised count of the contacts,
  *    with no output. It is exactly that: one kernel's work minus writing the
@@ -27,6 +27,13 @@
  *    contacts (24 bytes each) into an allocated, already written buffer with
  *    T threads: the output every kernel must produce, at this machine's
  *    memory bandwidth. It is checked by writing exactly that many contacts.
+ *  - oneshot/workload/n:N/threads:T times one call of ns_find_contacts with
+ *    the same kernel as bound (grid_sorted): a new index and a new contact
+ *    list in every iteration, so the first touch of their memory is timed,
+ *    the one configuration where it is. The last iteration's list is freed
+ *    before each iteration (untimed), so each call starts, like a program's
+ *    single search, from memory given back to the system. Validated like a
+ *    kernel.
  *
  * Every repetition also records what disturbed it, read before its first and
  * after its last timed iteration: steal_ms (CPU steal time of the whole
@@ -78,9 +85,10 @@
  * table does not mark bulk, and to --max-n on the bulk ones. */
 #define PEER_OTHER_MAX_N 100000
 #define SEED 1
-#define BOUND_NAME "bound" /* the bound kernel's binning + count, no output */
-#define WRITE_NAME "write" /* streaming the reference's contacts to memory */
-#define WRITE_PATTERN 64   /* contacts repeated by write (a power of two) */
+#define BOUND_NAME "bound"     /* the bound kernel's binning + count, no output */
+#define WRITE_NAME "write"     /* streaming the reference's contacts to memory */
+#define ONESHOT_NAME "oneshot" /* the bound kernel's one-call search, fresh memory */
+#define WRITE_PATTERN 64       /* contacts repeated by write (a power of two) */
 
 static const size_t headline_sizes[] = {100,  200,   500,   1000,  2000,
                                         5000, 10000, 20000, 50000, 100000};
@@ -92,12 +100,14 @@ typedef enum config_kind {
     KIND_KERNEL, /* build + query */
     KIND_PEER,   /* another library's build + query (peer.h) */
     KIND_BOUND,  /* the bound kernel's build + count, no contacts written */
-    KIND_WRITE   /* the reference's contacts streamed into memory, no search */
+    KIND_WRITE,  /* the reference's contacts streamed into memory, no search */
+    KIND_ONESHOT /* the bound kernel's ns_find_contacts: new index and list each time */
 } config_kind;
 
 /* One benchmark configuration. */
 typedef struct config {
-    const ns_kernel *kernel; /* for bound: the table's bound kernel; for write, a peer: NULL */
+    const ns_kernel *kernel; /* for bound and oneshot: the table's bound kernel; for write,
+                                a peer: NULL */
     const nsb_peer *peer;    /* for a peer */
     config_kind kind;
     const char *workload;
@@ -520,15 +530,20 @@ static ns_status searcher_create(searcher *s, ns_error *err)
                  s->c->peer->name);
         return NS_ERR_OUT_OF_MEMORY;
     }
+    if (s->c->kind == KIND_ONESHOT)
+        return NS_OK; /* ns_find_contacts makes its own index */
     ns_config cfg = ns_config_default();
     cfg.threads = s->c->threads;
     return ns_index_create(s->c->kernel, &cfg, &s->index, err);
 }
 
+/* oneshot: nothing (the query is the whole search) */
 static ns_status searcher_build(searcher *s, ns_error *err)
 {
     if (s->c->kind == KIND_PEER)
         return s->c->peer->build(s->peer, s->p, s->c->threads, err);
+    if (s->c->kind == KIND_ONESHOT)
+        return NS_OK;
     return ns_index_build(s->index, s->p, err);
 }
 
@@ -539,6 +554,11 @@ static ns_status searcher_query(searcher *s, ns_contact_list *out, size_t *count
         return s->c->peer->query(s->peer, s->p, s->c->threads, out, &s->candidates, err);
     if (s->c->kind == KIND_BOUND)
         return ns_index_count(s->index, counted, err);
+    if (s->c->kind == KIND_ONESHOT) {
+        ns_config cfg = ns_config_default();
+        cfg.threads = s->c->threads;
+        return ns_find_contacts(s->c->kernel, s->p, &cfg, out, err);
+    }
     return ns_index_query(s->index, out, err);
 }
 
@@ -555,6 +575,7 @@ static const char *config_search_name(const config *c)
     case KIND_PEER: return c->peer->name;
     case KIND_BOUND: return BOUND_NAME;
     case KIND_WRITE: return WRITE_NAME;
+    case KIND_ONESHOT: return ONESHOT_NAME;
     default: return c->kernel->name;
     }
 }
@@ -626,7 +647,8 @@ static void set_counters(nsb_state *st, const config *c, const searcher *se, con
         ns_index_get_info(se->index, &info);
     else
         info.candidates = se->candidates;
-    double bytes = se->index ? (double)info.bytes : c->peer->bytes(se->peer);
+    /* oneshot keeps no index to ask */
+    double bytes = se->index ? (double)info.bytes : c->peer ? c->peer->bytes(se->peer) : -1.0;
     double seconds = (t->build + t->query) / (double)t->iterations;
     double per = c->n ? 1.0 / (double)c->n : 0.0;
     double found = (double)t->found;
@@ -640,7 +662,7 @@ static void set_counters(nsb_state *st, const config *c, const searcher *se, con
     if (bytes >= 0.0) /* a peer's library may not tell */
         nsb_set_counter(st, "index_bytes", bytes, NSB_PLAIN);
     nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
-    if (c->kind != KIND_BOUND)
+    if (c->kind != KIND_BOUND && c->kind != KIND_ONESHOT)
         nsb_set_counter(st, "candidates_per_contact",
                         t->found ? (double)info.candidates / found : 0.0, NSB_PLAIN);
     if (c->kernel && c->kernel->uses_table_size) {
@@ -721,6 +743,8 @@ static void run_search(nsb_state *st, config *c)
     size_t counted = 0;
     t.before = disturbance_now();
     while (nsb_keep_running(st)) {
+        if (c->kind == KIND_ONESHOT)
+            ns_contact_list_free(&r->contacts); /* untimed: the call starts from nothing */
         double t0 = now();
         s = searcher_build(&r->se, &err);
         double t1 = now();
@@ -811,7 +835,7 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
 static bool known_kernel(const char *s)
 {
     return ns_kernel_find(s) != NULL || nsb_peer_find(s) != NULL || strcmp(s, BOUND_NAME) == 0 ||
-           strcmp(s, WRITE_NAME) == 0;
+           strcmp(s, WRITE_NAME) == 0 || strcmp(s, ONESHOT_NAME) == 0;
 }
 static bool known_workload(const char *s)
 {
@@ -826,11 +850,13 @@ static const char help[] =
     "                     searches built in, where found: nanoflann_kdtree, boost_rtree,\n"
     "                     cgal_box_intersection, scipy_ckdtree, lammps_neighbor,\n"
     "                     lammps_neighbor_sorted) are selected the same way,\n"
-    "                     to 100,000 particles on the workloads not marked bulk; two names\n"
-    "                     select a configuration that is not a kernel: bound (grid_sorted's\n"
-    "                     binning plus its count of the contacts, with no output) and\n"
-    "                     write (the reference's contacts, 24 bytes each, streamed into\n"
-    "                     an allocated buffer: the output's cost at memory bandwidth)\n"
+    "                     to 100,000 particles on the workloads not marked bulk; three\n"
+    "                     names select a configuration that is not a kernel: bound\n"
+    "                     (grid_sorted's binning plus its count of the contacts, with no\n"
+    "                     output), write (the reference's contacts, 24 bytes each,\n"
+    "                     streamed into an allocated buffer: the output's cost at memory\n"
+    "                     bandwidth) and oneshot (grid_sorted through ns_find_contacts,\n"
+    "                     a new index and contact list per search: first touch timed)\n"
     "  --workloads A,B    only these workloads (default: all, settled included)\n"
     "  --cache-dir DIR    keep the settled workload's particles in DIR (settled-v<V>-n<N>-\n"
     "                     seed<S>.csv) and reuse them: settling runs a simulation, seconds\n"
@@ -1052,6 +1078,9 @@ static void register_sweep(const options *o, int cores)
             if (in_list(o->kernels, WRITE_NAME))
                 for (int t = 0; t < n_threads; t++)
                     add_config(NULL, NULL, KIND_WRITE, wl, all[s], threads[t]);
+            if (bound && in_list(o->kernels, ONESHOT_NAME))
+                for (int t = 0; t < n_threads; t++)
+                    add_config(bound, NULL, KIND_ONESHOT, wl, all[s], threads[t]);
         }
     }
     for (size_t c = 0; c < n_configs; c++)

@@ -24,7 +24,10 @@ from collections import defaultdict
 import numpy as np
 
 NAME = re.compile(r"^(?P<kernel>[^/]+)/(?P<workload>[^/]+)/n:(?P<n>\d+)/threads:(?P<threads>\d+)")
-# The configurations of nsearch-bench that are not kernels, listed after them.
+# The configurations of nsearch-bench that are not kernels, listed after them:
+# the one-call search of the bound kernel (a new index and list per search),
+# then the floors.
+ONESHOT = "oneshot"
 FLOORS = ["bound", "write"]
 # The tables of files written before nsearch-bench recorded the library's own
 # (the context's kernel_table and workload_table): the names in table order,
@@ -116,15 +119,20 @@ class Run:
         if self.kernel_table is None:
             return OLD_FEATURED
         table = self.kernel_table
-        bound = [k["name"] for k in table if k.get("bound")]
         hashed = [k["name"] for k in table if k.get("parallel") and k.get("uses_table_size")]
-        return bound + hashed[:1]
+        return [self.bound_kernel()] + hashed[:1]
 
     def kernel_names(self):
-        """The kernels in the library's table order, then the peers, bound and write."""
+        """The kernels in the library's table order, then the peers, oneshot, bound and
+        write."""
         table = self.kernel_table
         return ((OLD_KERNELS if table is None else [k["name"] for k in table]) + self.peer_names()
-                + FLOORS)
+                + [ONESHOT] + FLOORS)
+
+    def bound_kernel(self):
+        """The kernel bound and oneshot run (grid_sorted), from the table."""
+        table = self.kernel_table or []
+        return next((k["name"] for k in table if k.get("bound")), OLD_FEATURED[0])
 
     def workload_names(self):
         """The workloads in the library's table order."""

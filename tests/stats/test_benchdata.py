@@ -163,7 +163,8 @@ class Tables(unittest.TestCase):
         self.assertNotIn("kernel_table", run.context)
         self.assertEqual(run.reference_kernel(), "naive")
         self.assertEqual(run.headline_workload(), "uniform")
-        self.assertEqual(run.kernel_names(), benchdata.OLD_KERNELS + benchdata.FLOORS)
+        self.assertEqual(run.kernel_names(),
+                         benchdata.OLD_KERNELS + [benchdata.ONESHOT] + benchdata.FLOORS)
         self.assertEqual(run.workloads(), ["uniform", "dambreak"])
 
     def test_malformed_table(self):
@@ -237,6 +238,52 @@ class Peers(unittest.TestCase):
         text = "\n".join(results.peer_lines(results.Figures(self.path), markdown=True))
         self.assertIn(f"- libx/dambreak/n:10000/threads:1: {self.skipped}", text)
         self.assertNotIn("| dambreak | libx", text)
+
+
+class OneShot(unittest.TestCase):
+    """oneshot (the bound kernel through ns_find_contacts, fresh memory each
+    search): listed after the peers, and in the summary over the same kernel's
+    reused search at the same workload, n and threads."""
+
+    def setUp(self):
+        with open(helpers.fixture("aa_a.json")) as f:
+            data = json.load(f)
+        for b in data["benchmarks"]:  # hash_parallel's configurations become oneshot's
+            for key in ("name", "run_name"):
+                if b.get(key, "").startswith("hash_parallel/"):
+                    b[key] = "oneshot/" + b[key][len("hash_parallel/"):]
+        data["context"]["kernel_table"] = json.dumps(
+            [{"name": "naive", "reference": 1},
+             {"name": "grid_sorted", "parallel": True, "bound": True}])
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(data, f)
+        self.addCleanup(os.remove, f.name)
+        self.path = f.name
+
+    def test_ratio_to_the_reused_search(self):
+        import results
+        f = results.Figures(self.path)
+        self.assertEqual(f.run.bound_kernel(), "grid_sorted")
+        names = f.run.kernel_names()
+        self.assertLess(names.index("grid_sorted"), names.index("oneshot"))
+        text = "\n".join(results.oneshot_lines(f, markdown=True))
+        rows = [r.split(" | ") for r in text.splitlines() if r.startswith("| uniform |")]
+        shots = sorted((c for c in f.run.configs.values()
+                        if c.kernel == "oneshot" and c.workload == "uniform"),
+                       key=lambda c: (c.threads, c.n))
+        self.assertEqual(len(rows), len(shots))
+        self.assertGreater(len(rows), 0)
+        for row, c in zip(rows, shots):
+            reused = f.est(f.config("grid_sorted", "uniform", c.n, c.threads))
+            ratio = f.over(c, reused)
+            self.assertAlmostEqual(ratio.value, f.est(c).value / reused.value)
+            self.assertEqual([row[1], row[2]], [str(c.threads), str(c.n)])
+            self.assertEqual(row[5].rstrip(" |"), stats.text(ratio))
+
+    def test_no_section_without_oneshot(self):
+        import results
+        self.assertEqual(results.oneshot_lines(results.Figures(helpers.fixture("aa_a.json")),
+                                               markdown=True), [])
 
 
 if __name__ == "__main__":

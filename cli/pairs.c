@@ -12,7 +12,7 @@
 static const char pairs_help[] =
     "Usage: nsearch pairs --kernel NAME --input FILE [--radius R] [--threads T]\n"
     "                     [--table-size M] [--max-contacts C] [--output FILE]\n"
-    "                     [--format csv|bin] [--check] [--stats]\n"
+    "                     [--format csv|bin] [--order sorted|any] [--check] [--stats]\n"
     "Reads particles, finds every contact with a kernel, writes the contacts.\n"
     "\n"
     "  --kernel NAME     the kernel (see 'nsearch kernels')\n"
@@ -39,16 +39,65 @@ static const char pairs_help[] =
     "                    a 24-byte header (the 8 bytes NSCONTAC, uint32 version 1, uint32\n"
     "                    record size 24, uint64 record count), then per contact uint32 i,\n"
     "                    uint32 j, float overlap, nx, ny, nz\n"
+    "  --order sorted|any sorted (default): by i then j, the same bytes from every kernel.\n"
+    "                    any: in the kernel's own order, unsorted; a kernel with a streaming\n"
+    "                    query (grid_sorted) writes the contacts batch by batch as it finds\n"
+    "                    them, never holding the whole list (a binary header's count is\n"
+    "                    counted first); --max-contacts then limits the total, and by\n"
+    "                    default there is no limit; not with --check\n"
     "  --check           also run naive and compare: prints VALID or INVALID (and the first\n"
     "                    differences) on standard error; exit 3 when they differ, and then\n"
     "                    an output file is left as it was\n"
     "  --stats           print counts, times (ms) and the index's memory on standard error\n";
 
-/* Runs a kernel; on failure says why (with the particle's line) and returns
- * the exit status, else 0. */
+/* The times --stats reports, in ms, the index's bytes and the threads the
+ * search ran on. */
+typedef struct pairs_times {
+    double read, build, query, sort, write;
+    size_t index_bytes;
+    int threads;
+} pairs_times;
+
+/* Where a streamed query's blocks go: written as they come; the first
+ * failure (a write, or more than max_total contacts) ends the stream. */
+typedef struct block_writer {
+    FILE *f;
+    const char *name; /* the output, for messages */
+    ns_format format;
+    size_t written, max_total; /* max_total 0: no limit */
+    bool streamed;             /* the search wrote the contacts through write_block */
+    ns_status status;
+    ns_error err;
+} block_writer;
+
+/* More contacts than --max-contacts allows (with --order any). */
+static ns_status too_many(ns_error *err, size_t max_total)
+{
+    *err = (ns_error){.status = NS_ERR_TOO_MANY_CONTACTS, .particle = NS_NO_PARTICLE};
+    snprintf(err->message, sizeof err->message, "more than %zu contacts (--max-contacts)",
+             max_total);
+    return NS_ERR_TOO_MANY_CONTACTS;
+}
+
+static bool write_block(const ns_contact *c, size_t count, void *user)
+{
+    block_writer *w = user;
+    if (w->max_total && count > w->max_total - w->written) {
+        w->status = too_many(&w->err, w->max_total);
+        return false;
+    }
+    w->status = ns_contacts_write_records(w->f, c, count, w->format, &w->err);
+    w->written += count;
+    return w->status == NS_OK;
+}
+
+/* Runs a kernel into contacts, or with `to` (--order any) writes them to
+ * `to` as the kernel finds them: streamed where the kernel can stream, else
+ * its whole list in its own order (then in contacts). On failure says why
+ * (with the particle's line) and returns the exit status, else 0. */
 static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
-                  ns_contact_list *contacts, const char *path, const ns_particle_file *file,
-                  double *build_ms, double *query_ms, size_t *index_bytes)
+                  ns_contact_list *contacts, block_writer *to, const char *path,
+                  const ns_particle_file *file, pairs_times *t)
 {
     ns_error err;
     ns_index *index;
@@ -57,19 +106,41 @@ static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cf
     if (s == NS_OK)
         s = ns_index_build(index, p, &err);
     double t1 = cli_now_ms();
-    if (s == NS_OK)
+    if (to)
+        to->streamed = ns_index_can_stream(index);
+    if (s == NS_OK && to && to->streamed) {
+        size_t total = 0; /* the binary header's count, counted first */
+        if (to->format == NS_FORMAT_BIN)
+            s = ns_index_count(index, &total, &err);
+        if (s == NS_OK && to->max_total && total > to->max_total)
+            s = too_many(&err, to->max_total);
+        if (s == NS_OK)
+            s = ns_contacts_write_header(to->f, to->format, total, &err);
+        if (s == NS_OK)
+            s = ns_index_query_stream(index, write_block, to, &err);
+        if (s == NS_OK && to->status != NS_OK)
+            s = to->status, err = to->err;
+        contacts->count = to->written;
+    } else if (s == NS_OK) {
         s = ns_index_query(index, contacts, &err);
+        if (s == NS_OK && to && to->max_total && contacts->count > to->max_total)
+            s = too_many(&err, to->max_total);
+    }
     double t2 = cli_now_ms();
     if (s == NS_OK) {
         ns_index_info info;
         ns_index_get_info(index, &info);
-        if (build_ms)
-            *build_ms = t1 - t0, *query_ms = t2 - t1, *index_bytes = info.bytes;
+        if (t)
+            t->build = t1 - t0, t->query = t2 - t1, t->index_bytes = info.bytes,
+            t->threads = info.threads;
         ns_index_destroy(index);
         return 0;
     }
     ns_index_destroy(index);
-    cli_say_particle_error(path, file, k->name, &err);
+    if (s == NS_ERR_IO) /* a write failed: the output, not a particle, is at fault */
+        cli_say("%s: %s", to->name, err.message);
+    else
+        cli_say_particle_error(path, file, k->name, &err);
     return cli_exit_status(s);
 }
 
@@ -123,7 +194,8 @@ typedef struct pairs_setup {
     const char *input, *output;
     ns_config cfg;
     ns_format format;
-    bool radius_given, check, stats;
+    bool radius_given, check, stats, any_order;
+    size_t max_total; /* --order any: the most contacts written, 0 = no limit */
     float radius;
 } pairs_setup;
 
@@ -138,6 +210,7 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
         MAX_CONTACTS,
         OUTPUT,
         FORMAT,
+        ORDER,
         CHECK,
         STATS,
         NOPTS
@@ -150,6 +223,7 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
                        OPT_COUNT_ENTRY("--max-contacts", 1, NS_MAX_CONTACTS),
                        OPT_TEXT_ENTRY("--output"),
                        OPT_TEXT_ENTRY("--format"),
+                       OPT_TEXT_ENTRY("--order"),
                        OPT_FLAG_ENTRY("--check"),
                        OPT_FLAG_ENTRY("--stats")};
     cli_parse(argc, argv, opts, NOPTS, pairs_help);
@@ -171,6 +245,17 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
         opt_quote(shown, sizeof shown, opts[FORMAT].text, 40);
         cli_usage_error("--format '%s' is neither csv nor bin", shown);
     }
+    su->any_order = opts[ORDER].given && strcmp(opts[ORDER].text, "any") == 0;
+    if (opts[ORDER].given && !su->any_order && strcmp(opts[ORDER].text, "sorted") != 0) {
+        char shown[96];
+        opt_quote(shown, sizeof shown, opts[ORDER].text, 40);
+        cli_usage_error("--order '%s' is neither sorted nor any", shown);
+    }
+    if (su->any_order && opts[CHECK].given)
+        cli_usage_error("--check compares the sorted lists: not with --order any");
+    su->max_total = su->any_order ? su->cfg.max_contacts : 0;
+    if (su->any_order)
+        su->cfg.max_contacts = 0; /* per batch, the library's default */
     su->input = opts[INPUT].text;
     su->output = opts[OUTPUT].text;
     su->radius_given = opts[RADIUS].given;
@@ -178,12 +263,6 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
     su->check = opts[CHECK].given;
     su->stats = opts[STATS].given;
 }
-
-/* The times --stats reports, in ms, and the index's bytes. */
-typedef struct pairs_times {
-    double read, build, query, sort, write;
-    size_t index_bytes;
-} pairs_times;
 
 /* --check: the reference's sorted contacts compared with contacts. Returns 0
  * (*valid says whether they are the same) or the exit status. */
@@ -194,7 +273,7 @@ static int check_contacts(const pairs_setup *su, const ns_particles *p,
     ns_contact_list ref;
     ns_contact_list_init(&ref);
     const ns_kernel *reference = ns_kernel_with_reference(1); /* naive */
-    int rc = search(reference, p, &su->cfg, &ref, su->input, file, NULL, NULL, NULL);
+    int rc = search(reference, p, &su->cfg, &ref, NULL, su->input, file, NULL);
     if (rc == 0) {
         ns_contact_list_sort(&ref);
         *valid = same_contacts(su->kernel->name, reference->name, &ref, contacts);
@@ -205,8 +284,6 @@ static int check_contacts(const pairs_setup *su, const ns_particles *p,
 
 static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const pairs_times *t)
 {
-    int threads =
-        su->kernel->parallel ? (su->cfg.threads ? su->cfg.threads : omp_get_max_threads()) : 1;
     fprintf(stderr,
             "particles          %zu\n"
             "contacts           %zu\n"
@@ -219,7 +296,7 @@ static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const 
             "index bytes        %zu\n"
             "kernel             %s (%d threads)\n",
             n, contacts, n ? 2.0 * (double)contacts / (double)n : 0.0, t->read, t->build, t->query,
-            t->sort, t->write, t->index_bytes, su->kernel->name, threads);
+            t->sort, t->write, t->index_bytes, su->kernel->name, t->threads);
 }
 
 /* Reads the particles into file; 0 or the exit status. */
@@ -257,29 +334,33 @@ int cli_pairs(int argc, char **argv)
     ns_contact_list_init(&contacts);
     rc = read_input(&su, &file, &t.read);
     ns_particles p = {file.n, file.pos, file.radius, su.radius};
+    block_writer to = {
+        .f = out.f, .name = output_name(&out), .format = su.format, .max_total = su.max_total};
     if (rc == 0)
-        rc = search(su.kernel, &p, &su.cfg, &contacts, su.input, &file, &t.build, &t.query,
-                    &t.index_bytes);
+        rc = search(su.kernel, &p, &su.cfg, &contacts, su.any_order ? &to : NULL, su.input, &file,
+                    &t);
     if (rc)
         goto done;
     double t1 = cli_now_ms();
-    ns_contact_list_sort(&contacts);
+    if (!su.any_order)
+        ns_contact_list_sort(&contacts);
     t.sort = cli_now_ms() - t1;
     /* For the tests of --check (tests/cli): NSEARCH_TEST_CORRUPT=1 changes one
      * contact, as a wrong kernel would. */
     const char *corrupt = getenv("NSEARCH_TEST_CORRUPT");
-    if (corrupt && strcmp(corrupt, "1") == 0 && contacts.count)
+    if (corrupt && strcmp(corrupt, "1") == 0 && contacts.count && contacts.items)
         contacts.items[0].overlap = nextafterf(contacts.items[0].overlap, INFINITY);
     bool valid = true;
     if (su.check && (rc = check_contacts(&su, &p, &file, &contacts, &valid)) != 0)
         goto done;
 
-    /* write: a difference found by --check leaves an output file as it was */
+    /* write (a streamed query has written already): a difference found by
+     * --check leaves an output file as it was */
     double t2 = cli_now_ms();
     ns_error err;
     if (!valid && out.replace) {
         rc = EXIT_INVALID;
-    } else if (ns_contacts_write(out.f, &contacts, su.format, &err) != NS_OK) {
+    } else if (!to.streamed && ns_contacts_write(out.f, &contacts, su.format, &err) != NS_OK) {
         cli_say("%s: %s", output_name(&out), err.message);
         rc = EXIT_FAIL;
     } else if (!output_commit(&out, true)) {

@@ -38,10 +38,11 @@ void table_json_kernels(FILE *f)
         table_json_open(f, k, K->name, K->description);
         fprintf(f,
                 ", \"parallel\": %s, \"uses_table_size\": %s, \"quadratic\": %s, "
-                "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s}",
+                "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s, "
+                "\"min_per_thread\": %zu}",
                 boolean(K->parallel), boolean(K->uses_table_size), boolean(K->quadratic),
                 boolean(K->domain_memory), boolean(K->stable_order), K->reference,
-                boolean(K->bound));
+                boolean(K->bound), K->min_per_thread);
     }
     fputs("]\n", f);
 }

@@ -2,8 +2,9 @@
  * threads on Google Benchmark (through bench_shim.h), each configuration
  * validated exactly against a reference before it is timed.
  *
- * Names: kernel/workload/n:N/threads:T, T the threads the kernel really
- * uses. Timed per iteration (manual time): ns_index_build + ns_index_query,
+ * Names: kernel/workload/n:N/threads:T, T the threads asked for (a parallel
+ * kernel runs on fewer at small n: its omp_threads counter says how many).
+ * Timed per iteration (manual time): ns_index_build + ns_index_query,
  * i.e. from the caller's particle arrays to the complete contact list, on an
  * index and a contact list reused across iterations as a simulation reuses
  * them across frames. Not timed: generating the particles, the reference,
@@ -661,7 +662,12 @@ static void set_counters(nsb_state *st, const config *c, const searcher *se, con
     nsb_set_counter(st, "query_ms", t->query / (double)t->iterations * 1e3, NSB_PLAIN);
     if (bytes >= 0.0) /* a peer's library may not tell */
         nsb_set_counter(st, "index_bytes", bytes, NSB_PLAIN);
-    nsb_set_counter(st, "omp_threads", c->threads, NSB_PLAIN);
+    /* the threads the search ran on: fewer than asked for at small n */
+    nsb_set_counter(st, "omp_threads",
+                    se->index   ? info.threads
+                    : c->kernel ? ns_kernel_threads(c->kernel, c->n, c->threads)
+                                : c->threads,
+                    NSB_PLAIN);
     if (c->kind != KIND_BOUND && c->kind != KIND_ONESHOT)
         nsb_set_counter(st, "candidates_per_contact",
                         t->found ? (double)info.candidates / found : 0.0, NSB_PLAIN);

@@ -181,10 +181,11 @@ def peer_lines(f, markdown):
     run = f.run
     peers, featured = run.peer_names(), run.featured_kernels()
     missing = run.peers_missing()
-    if not peers and not missing:
-        return []
+    ran = any(run.is_peer(c.kernel) for c in run.configs.values())
+    if not ran and not missing:
+        return []  # no peer was selected for this run
     out = [f"\n{'## ' if markdown else ''}Peers: other libraries in the same run\n"]
-    if peers:
+    if ran:
         libs = "; ".join(f"{p['name']}: {p['library']} ({p['tuning']})" for p in run.peer_table)
         out.append(f"Each peer is validated like a kernel and timed the same way (build + query "
                    f"+ contacts). A ratio is the peer's time over the kernel's at the same n: "

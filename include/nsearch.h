@@ -192,6 +192,10 @@ typedef struct ns_config {
     const char *isa;       /* the kernels' code path (see ns_isa): NULL = the process's
                               (NS_ISA, else the best this CPU runs); a path's name to
                               choose it, refused when the build or the CPU lacks it */
+    bool exact_threads;    /* false: a parallel kernel uses fewer threads than asked for
+                              when it has too few particles for them (the kernel's
+                              min_per_thread); true: exactly the threads asked for
+                              (tests of the parallel code at small n) */
 } ns_config;
 
 /* The most threads any call starts: NS_THREADS_PER_CORE x the processors
@@ -242,6 +246,11 @@ typedef struct ns_kernel {
                                 succeeds; 0 none */
     bool bound;              /* its build and count time nsearch-bench's `bound` floor
                                 (it has a count function; one kernel at most) */
+    size_t min_per_thread;   /* a parallel kernel runs on at most n / min_per_thread
+                                threads (at least 1, at most config.threads): below that
+                                many particles per thread, starting and synchronising
+                                one more thread costs more than it saves (measured per
+                                kernel); config.exact_threads overrides it; 0: no limit */
     const ns_kernel_ops *ops;
 } ns_kernel;
 
@@ -251,6 +260,11 @@ const ns_kernel *ns_kernel_find(const char *name); /* NULL when unknown or name 
 /* The kernel whose reference field is rank (1: the reference, naive); NULL
  * when none is, or rank is 0. */
 const ns_kernel *ns_kernel_with_reference(int rank);
+/* The threads kernel runs a search of n particles on when asked for
+ * `threads` (at least 1) without config.exact_threads: 1 for a serial
+ * kernel (or kernel NULL), else threads capped at n / min_per_thread, at
+ * least 1. */
+int ns_kernel_threads(const ns_kernel *kernel, size_t n, int threads);
 
 /* The code path the kernels run in this process. On x86-64 the library is
  * built (unless with NS_NATIVE=ON) with every kernel compiled for three
@@ -288,6 +302,22 @@ ns_status ns_index_query(ns_index *index, ns_contact_list *contacts, ns_error *e
 bool ns_index_can_count(const ns_index *index);
 ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err);
 
+/* A streaming query: the contacts of the last build handed to sink in
+ * blocks, without the whole list in memory. Concatenated, the blocks are
+ * exactly what ns_index_query lists, in its order, bit for bit. The index
+ * holds one batch at a time (the contacts among the cells of about 65,536
+ * particles: on a bulk workload some 350 bytes per particle of the batch,
+ * about 23 MB), reused by the next stream; a batch of more than
+ * config.max_contacts contacts is NS_ERR_TOO_MANY_CONTACTS. sink is called
+ * on the calling thread, never inside a parallel region, with count >= 1;
+ * the block is valid only during the call. It returns true to go on, false
+ * to end the query there (which then returns NS_OK). Only kernels with a
+ * streaming pass have it (grid_sorted); others return
+ * NS_ERR_INVALID_ARGUMENT. */
+typedef bool (*ns_contact_sink)(const ns_contact *contacts, size_t count, void *user);
+bool ns_index_can_stream(const ns_index *index);
+ns_status ns_index_query_stream(ns_index *index, ns_contact_sink sink, void *user, ns_error *err);
+
 /* What the last build made. */
 typedef struct ns_index_info {
     size_t bytes;            /* memory of the index's own structures (not the contacts) */
@@ -296,6 +326,7 @@ typedef struct ns_index_info {
     size_t cells;            /* grid cells, for grid kernels; else 0 */
     double cell_size;  /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
     size_t candidates; /* pairs the last query tested by distance (its work) */
+    int threads;       /* the threads the last build and query ran on (0 before a build) */
 } ns_index_info;
 /* index NULL: info zeroed; info NULL: nothing. */
 void ns_index_get_info(const ns_index *index, ns_index_info *info);
@@ -554,6 +585,14 @@ typedef enum ns_format { NS_FORMAT_CSV, NS_FORMAT_BIN } ns_format;
 #define NS_BIN_VERSION 1
 ns_status ns_contacts_write(FILE *out, const ns_contact_list *contacts, ns_format format,
                             ns_error *err);
+/* The same file in pieces, for contacts that come in blocks (a streaming
+ * query): the header, for count contacts in all (the binary header holds
+ * it: ns_index_count gives it first), then the records of each block in
+ * turn. Errors as ns_contacts_write's (contacts NULL with count > 0 is
+ * NS_ERR_INVALID_ARGUMENT). */
+ns_status ns_contacts_write_header(FILE *out, ns_format format, size_t count, ns_error *err);
+ns_status ns_contacts_write_records(FILE *out, const ns_contact *contacts, size_t count,
+                                    ns_format format, ns_error *err);
 /* Formats a float exactly as printf("%.9g") does, faster; returns the length
  * written to buf (at least 16 bytes; no terminating NUL); 0 when buf is NULL. */
 size_t ns_format_float(char *buf, float value);

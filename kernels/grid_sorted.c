@@ -59,6 +59,7 @@ typedef struct state {
     ns__u32s bucket_cells; /* sparse: buckets + 1: the first cell of each bucket */
     ns__buf soa;           /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
     ns__buf block_total;   /* size_t: blocks + 1 contact counts, then offsets */
+    ns__buf batch;         /* ns_contact: one batch of a streaming query */
     size_t blocks;
     size_t n;
 } state;
@@ -80,6 +81,7 @@ static void destroy(void *p)
     ns__u32s_free(&s->bucket_cells);
     ns__buf_free(&s->soa);
     ns__buf_free(&s->block_total);
+    ns__buf_free(&s->batch);
     ns__free(s);
 }
 
@@ -894,16 +896,18 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
     return hits;
 }
 
-/* Over blocks of cells in parallel: pass 1 (items NULL) counts each block's
- * contacts into s->block_total and returns the sum, or some number over
- * limit once it is clear the sum is; pass 2 writes each block's contacts at
- * the offset s->block_total then holds, and returns the pairs tested. */
-static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size_t limit)
+/* Over the blocks [b0, b1) of cells in parallel: pass 1 (items NULL)
+ * counts each block's contacts into s->block_total and returns the sum, or
+ * some number over limit once it is clear the sum is; pass 2 writes each
+ * block's contacts at the offset s->block_total then holds, and returns the
+ * pairs tested. */
+static size_t blocks_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns_contact *items,
+                          size_t limit)
 {
     view v = view_of(s, in);
     const ns__grid *g = &in->grid;
     size_t *total = s->block_total.a, cells = s->cells, sum = 0;
-    long long blocks = (long long)s->blocks;
+    long long first = (long long)b0, last = (long long)b1;
     int over = 0; /* set once one thread's count alone is over limit */
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum)
     {
@@ -911,7 +915,7 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size
         found fd;
         fd.count = 0;
 #pragma omp for schedule(dynamic, 1)
-        for (long long blk = 0; blk < blocks; blk++) {
+        for (long long blk = first; blk < last; blk++) {
             int stop;
 #pragma omp atomic read
             stop = over;
@@ -940,7 +944,25 @@ static size_t blocks_pass(state *s, const ns__input *in, ns_contact *items, size
 static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *err)
 {
     (void)err;
-    *total = blocks_pass(p, in, NULL, SIZE_MAX);
+    state *s = p;
+    *total = blocks_pass(s, in, 0, s->blocks, NULL, SIZE_MAX);
+    return NS_OK;
+}
+
+/* The blocks [b0, b1) counted (at most in->max_contacts, else refused),
+ * their counts turned into offsets from b0's first contact. */
+static ns_status count_blocks(state *s, const ns__input *in, size_t b0, size_t b1, size_t *total,
+                              ns_error *err)
+{
+    *total = blocks_pass(s, in, b0, b1, NULL, in->max_contacts);
+    if (*total > in->max_contacts)
+        return ns__too_many_contacts(err, in->max_contacts);
+    size_t *offset = s->block_total.a, at = 0;
+    for (size_t b = b0; b < b1; b++) {
+        size_t k = offset[b];
+        offset[b] = at;
+        at += k;
+    }
     return NS_OK;
 }
 
@@ -948,21 +970,47 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
                        ns_error *err)
 {
     state *s = p;
-    size_t total = blocks_pass(s, in, NULL, in->max_contacts);
-    if (total > in->max_contacts)
-        return ns__too_many_contacts(err, in->max_contacts);
-    ns_status st = ns_contact_list_reserve(list, total, err);
+    size_t total;
+    ns_status st = count_blocks(s, in, 0, s->blocks, &total, err);
+    if (st == NS_OK)
+        st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
-    /* block counts into offsets */
-    size_t *offset = s->block_total.a, at = 0;
-    for (size_t b = 0; b < s->blocks; b++) {
-        size_t k = offset[b];
-        offset[b] = at;
-        at += k;
-    }
-    *candidates = blocks_pass(s, in, list->items, SIZE_MAX);
+    *candidates = blocks_pass(s, in, 0, s->blocks, list->items, SIZE_MAX);
     list->count = total;
+    return NS_OK;
+}
+
+/* The query in batches of blocks, each of at least an eighth of the
+ * particles, clamped to [STREAM_MIN, STREAM_MAX] (so small sets stream in
+ * several batches too, and large ones in bounded memory): counted, written
+ * into s->batch, handed to sink, in block order, so the contacts and their
+ * order are the query's. */
+enum { STREAM_MIN = 1 << 10, STREAM_MAX = 1 << 16 };
+static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void *user,
+                        size_t *candidates, ns_error *err)
+{
+    state *s = p;
+    const uint32_t *start = s->start.a;
+    size_t batch = in->n / 8 < STREAM_MIN   ? STREAM_MIN
+                   : in->n / 8 > STREAM_MAX ? STREAM_MAX
+                                            : in->n / 8;
+    for (size_t b0 = 0, b1; b0 < s->blocks; b0 = b1) {
+        size_t first = start[b0 * BLOCK], last = first;
+        for (b1 = b0; b1 < s->blocks && last - first < batch; b1++)
+            last = start[(b1 + 1) * BLOCK < s->cells ? (b1 + 1) * BLOCK : s->cells];
+        size_t total;
+        ns_status st = count_blocks(s, in, b0, b1, &total, err);
+        if (st != NS_OK)
+            return st;
+        if (total == 0)
+            continue;
+        if (!ns__buf_reserve(&s->batch, total, sizeof(ns_contact)))
+            return ns__fail_oom(err, "a batch of the streamed contacts");
+        *candidates += blocks_pass(s, in, b0, b1, s->batch.a, SIZE_MAX);
+        if (!sink(s->batch.a, total, user))
+            break;
+    }
     return NS_OK;
 }
 
@@ -971,6 +1019,7 @@ static void info(const void *p, ns_index_info *info)
     const state *s = p;
     info->bytes += sizeof *s + s->soa.capacity * sizeof(float) +
                    s->block_total.capacity * sizeof(size_t) +
+                   s->batch.capacity * sizeof(ns_contact) +
                    (s->start.capacity + s->order.capacity + s->key.capacity + s->group.capacity +
                     s->bucket_cells.capacity) *
                        sizeof(uint32_t);
@@ -980,5 +1029,9 @@ static void info(const void *p, ns_index_info *info)
         info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
 }
 
-const ns_kernel_ops NS__OPS(grid_sorted) = {
-    .build = build, .query = query, .info = info, .destroy = destroy, .count = count};
+const ns_kernel_ops NS__OPS(grid_sorted) = {.build = build,
+                                            .query = query,
+                                            .info = info,
+                                            .destroy = destroy,
+                                            .count = count,
+                                            .stream = stream};

@@ -34,6 +34,10 @@ struct ns_kernel_ops {
     /* Optional (NULL when the kernel has none): *count = the contacts of the
      * last build, found without writing them. */
     ns_status (*count)(void *state, const ns__input *in, size_t *count, ns_error *err);
+    /* Optional: the contacts of the last build to sink, in batches, in the
+     * order query lists them; *candidates += the pairs it tested. */
+    ns_status (*stream)(void *state, const ns__input *in, ns_contact_sink sink, void *user,
+                        size_t *candidates, ns_error *err);
 };
 
 /* Every kernel file is compiled once per code path of the build

@@ -29,14 +29,14 @@ enum { PATHS = 1 };
 #endif
 
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound)                                                  \
+                  stable_order, reference, bound, min_per_thread)                                  \
     DECLARE(name)
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel_ops *const ops_by_path[][PATHS] = {
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound)                                                  \
+                  stable_order, reference, bound, min_per_thread)                                  \
     PATHS_OF(name),
 #include "kernel_list.h"
 #undef NS_KERNEL
@@ -46,9 +46,9 @@ static const ns_kernel_ops *const ops_by_path[][PATHS] = {
  * runs the ops ns__kernel_ops chooses. */
 static const ns_kernel kernels[] = {
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound)                                                  \
-    {#name,         description,  parallel,  uses_table_size, quadratic,                           \
-     domain_memory, stable_order, reference, bound,           PORTABLE_OF(name)},
+                  stable_order, reference, bound, min_per_thread)                                  \
+    {#name,        description, parallel, uses_table_size, quadratic,        domain_memory,        \
+     stable_order, reference,   bound,    min_per_thread,  PORTABLE_OF(name)},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };
@@ -69,6 +69,14 @@ const ns_kernel *ns_kernel_find(const char *name)
         if (strcmp(kernels[k].name, name) == 0)
             return &kernels[k];
     return NULL;
+}
+
+int ns_kernel_threads(const ns_kernel *kernel, size_t n, int threads)
+{
+    if (!kernel || !kernel->parallel || threads < 1)
+        return 1;
+    size_t per = kernel->min_per_thread, most = per ? n / per : (size_t)threads;
+    return (size_t)threads <= most ? threads : most > 1 ? (int)most : 1;
 }
 
 const ns_kernel *ns_kernel_with_reference(int rank)

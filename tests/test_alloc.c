@@ -262,6 +262,7 @@ static ns_status sim_run(int what, float *out, ns_error *err)
     prm.skin = what == 1 ? 0.2f : 0.0f;
     ns_config cfg = ns_config_default();
     cfg.threads = 2;
+    cfg.exact_threads = true; /* the parallel code at every n */
     ns_sim *sim = NULL;
     st = ns_sim_create(tl_kernel("grid_sorted"), &cfg, &prm, N, pos, radius, &sim, err);
     for (int f = 0; f < 8 && st == NS_OK; f++)
@@ -324,6 +325,7 @@ static void t_kernel(int argc, char **argv)
     ns_particles p = tl_particles(&s);
     ns_config cfg = ns_config_default();
     cfg.threads = 2;
+    cfg.exact_threads = true; /* the parallel code at every n */
     ns_error err;
 
     /* the expected result, copied out of the library's memory */

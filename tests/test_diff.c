@@ -9,12 +9,58 @@
  * threads = 0, i.e. OpenMP's default, which ctest sets through
  * OMP_NUM_THREADS), sorts both and requires bit-identical contact lists.
  * Also checks the contact properties, that the index API gives the same
- * list, and that a second search into the same list gives the same result. */
+ * list, that a second search into the same list gives the same result, and
+ * that a kernel's streaming query streams exactly what its query lists. */
 #include "testlib.h"
+
+#include <string.h>
 
 static const size_t sizes[] = {0, 1, 2, 10, 100, 1000, 5000};
 static const size_t costly_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
 static const uint64_t seeds[] = {1, 2};
+
+/* The streamed blocks, appended. */
+static bool append(const ns_contact *c, size_t count, void *user)
+{
+    ns_contact_list *l = user;
+    CHECK(count >= 1);
+    REQUIRE(ns_contact_list_reserve(l, l->count + count, NULL) == NS_OK);
+    memcpy(l->items + l->count, c, count * sizeof *c);
+    l->count += count;
+    return true;
+}
+
+/* A kernel with a streaming query streams, block by block, exactly the
+ * list its query writes from the same build: the same bytes in the same
+ * order. */
+static void check_stream(const ns_kernel *kernel, const ns_particles *p, const char *what)
+{
+    ns_config cfg = ns_config_default();
+    cfg.exact_threads = true; /* the parallel code at every n */
+    ns_index *index = NULL;
+    ns_error err;
+    REQUIRE(ns_index_create(kernel, &cfg, &index, &err) == NS_OK);
+    if (ns_index_can_stream(index)) {
+        ns_contact_list full, streamed;
+        ns_contact_list_init(&full);
+        ns_contact_list_init(&streamed);
+        CHECK_STATUS(ns_index_build(index, p, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &full, &err), NS_OK, &err);
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        size_t tested = info.candidates;
+        CHECK_STATUS(ns_index_query_stream(index, append, &streamed, &err), NS_OK, &err);
+        ns_index_get_info(index, &info);
+        CHECK_EQ_U(info.candidates, tested);
+        CHECK_EQ_U(streamed.count, full.count);
+        CHECK_MSG(streamed.count == full.count &&
+                      memcmp(streamed.items, full.items, full.count * sizeof *full.items) == 0,
+                  "%s: the streamed contacts differ from the query's", what);
+        ns_contact_list_free(&full);
+        ns_contact_list_free(&streamed);
+    }
+    ns_index_destroy(index);
+}
 
 static void t_diff(int argc, char **argv)
 {
@@ -46,7 +92,8 @@ static void t_diff(int argc, char **argv)
             ns_error err;
 
             ns_config cfg = ns_config_default();
-            cfg.threads = 0; /* OpenMP's default: OMP_NUM_THREADS */
+            cfg.threads = 0;          /* OpenMP's default: OMP_NUM_THREADS */
+            cfg.exact_threads = true; /* the parallel code at every n */
             ns_status st = tl_find(naive, &p, NULL, &ref, &err);
             CHECK_STATUS(st, NS_OK, &err);
             st = tl_find(kernel, &p, &cfg, &got, &err);
@@ -73,6 +120,7 @@ static void t_diff(int argc, char **argv)
                 CHECK_STATUS(st, NS_OK, &err);
                 tl_lists_equal(&ref, &again, "through ns_index_build/query");
             }
+            check_stream(kernel, &p, what);
             printf("%-14s %-12s n=%-5zu seed=%llu contacts=%zu\n", kernel->name, wname, n,
                    (unsigned long long)seed, ref.count);
             tl_set_free(&set);

@@ -62,6 +62,7 @@ static ns_status raw_find(const ns_kernel *K, const ns_particles *p, int threads
 {
     ns_config cfg = ns_config_default();
     cfg.threads = threads;
+    cfg.exact_threads = true; /* the parallel code at every n */
     tl_poison_error(err);
     ns_status st = ns_find_contacts(K, p, &cfg, out, err);
     if (st != NS_OK) {
@@ -187,6 +188,7 @@ static void expect_exact(const char *what, const ns_particles *p, int flags)
     for (int it = 0; it < 2; it++) {
         ns_config cfg = ns_config_default();
         cfg.threads = index_threads[it];
+        cfg.exact_threads = true; /* the parallel code at every n */
         check_set_context("%s: %s via the index, threads=%d", what, K->name, cfg.threads);
         ns_index *index = NULL;
         REQUIRE(ns_index_create(K, &cfg, &index, &err) == NS_OK);
@@ -837,6 +839,7 @@ static void t_count_workloads(int argc, char **argv)
                         for (size_t t = 0; t < 2; t++) {
                             ns_config cfg = ns_config_default();
                             cfg.threads = threads[t];
+                            cfg.exact_threads = true; /* the parallel code at every n */
                             check_set_context("kernel %s: count, %s n=%zu seed=%llu threads=%d%s",
                                               K->name, W->name, sizes[sz], (unsigned long long)seed,
                                               threads[t], variant ? " radius NULL" : "");
@@ -1025,6 +1028,7 @@ static void t_count_trivial(int argc, char **argv)
             for (int threads = 1; threads <= 3; threads += 2) {
                 ns_config cfg = ns_config_default();
                 cfg.threads = threads;
+                cfg.exact_threads = true; /* the parallel code at every n */
                 ns_particles p = tl_particles(sets[i].s);
                 if (sets[i].uniform) {
                     p.radius = NULL;
@@ -1088,6 +1092,7 @@ static void t_count_max_contacts(int argc, char **argv)
                     ns_config cfg = ns_config_default();
                     cfg.max_contacts = limits[l];
                     cfg.threads = threads;
+                    cfg.exact_threads = true; /* the parallel code at every n */
                     check_set_context("kernel %s: %s (%zu contacts), max_contacts = %zu, "
                                       "threads=%d",
                                       K->name, names[si], C, limits[l], threads);

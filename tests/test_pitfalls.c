@@ -1248,6 +1248,7 @@ static void t_max_contacts_global(void)
                 if (!K->parallel && t > 0)
                     continue;
                 cfg.threads = threads[t];
+                cfg.exact_threads = true; /* the parallel code at every n */
                 check_set_context("%zu coincident (%zu contacts), max_contacts %zu: kernel %s, "
                                   "threads %d",
                                   n, total, limits[l], K->name, threads[t]);
@@ -1284,6 +1285,7 @@ static void t_max_contacts_global(void)
         const ns_kernel *K = ns_kernel_at(k);
         ns_config cfg = ns_config_default();
         cfg.threads = 8;
+        cfg.exact_threads = true; /* the parallel code at every n */
         cfg.max_contacts = 100000;
         check_set_context("kernel %s: one index, max_contacts 100000, refusals and a success",
                           K->name);

@@ -87,6 +87,7 @@ static ns_sim *make_sim(const ns_kernel *K, int threads, const ns_sim_params *pr
 {
     ns_config cfg = ns_config_default();
     cfg.threads = threads;
+    cfg.exact_threads = true; /* the parallel code at every n */
     ns_sim *sim = NULL;
     ns_error err;
     tl_poison_error(&err);
@@ -613,6 +614,7 @@ static void t_kernels_agree(int argc, char **argv)
             ref = k;
         ns_config cfg = ns_config_default();
         cfg.threads = 3;
+        cfg.exact_threads = true; /* the parallel code at every n */
         ns_error err;
         tl_poison_error(&err);
         check_set_context("kernels_agree %s: ns_sim_create(%s)", layout, K->name);
@@ -801,6 +803,7 @@ static void skin_sequence(const char *workload, size_t n0, uint64_t seed, const 
     const float skin = skin_rel * rmax;
     ns_config cfg = ns_config_default();
     cfg.threads = threads;
+    cfg.exact_threads = true; /* the parallel code at every n */
     ns_skin *sk = NULL;
     ns_error err;
     tl_poison_error(&err);
@@ -1230,6 +1233,7 @@ static void t_skin_limits(void)
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
         ns_config cfg = ns_config_default();
         cfg.threads = 3;
+        cfg.exact_threads = true; /* the parallel code at every n */
         cfg.max_contacts = c0;
         check_set_context("%s: skin 1 (about 8x the contacts as candidates), max_contacts %zu",
                           kernels[k], c0);

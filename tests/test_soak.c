@@ -187,6 +187,7 @@ int main(int argc, char **argv)
         }
         ns_config cfg = ns_config_default();
         cfg.threads = 1 + (int)(tl_rng(&rng) % 8);
+        cfg.exact_threads = true; /* the parallel code at every n */
         cfg.table_size = tl_rng(&rng) % 4 == 0 ? 1 + tl_rng(&rng) % 97 : 0;
         cfg.grid_max_bytes = 1u << 24;
         check_set_context("%s n=%zu seed=%llu scheme %d threads %d table %zu", w->name, n,

@@ -369,6 +369,7 @@ static void t_config_default(int argc, char **argv)
     CHECK_EQ_I(d.threads, 0);
     CHECK_EQ_U(d.table_size, 0);
     CHECK_EQ_U(d.max_contacts, 0);
+    CHECK(!d.exact_threads);
     CHECK(d.grid_max_bytes == 0 || d.grid_max_bytes == NS_DEFAULT_GRID_MAX_BYTES);
     /* max_contacts 0 means a limit that fits in memory: 24-byte contacts in at
      * most a quarter of it (here: at least a million, at most NS_MAX_CONTACTS) */
@@ -892,6 +893,7 @@ static void t_explicit_threads(int argc, char **argv)
                     continue; /* serial kernels ignore threads: one check suffices */
                 ns_config cfg = ns_config_default();
                 cfg.threads = threads[t];
+                cfg.exact_threads = true; /* the parallel code at every n */
                 char what[120];
                 snprintf(what, sizeof what, "kernel %s, config.threads = %d, %s n=3000", K->name,
                          threads[t], workloads[w]);
@@ -919,6 +921,7 @@ static void t_explicit_threads(int argc, char **argv)
                 continue;
             ns_config cfg = ns_config_default();
             cfg.threads = ns_max_threads() < 64 ? ns_max_threads() : 64;
+            cfg.exact_threads = true; /* the parallel code at every n */
             check_set_context("kernel %s, config.threads = %d, n = %zu", K->name, cfg.threads, n);
             CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
             tl_lists_equal(&ref, &got, check_context);
@@ -1449,6 +1452,7 @@ static void t_thread_cap(int argc, char **argv)
     ns_contact_list_init(&got);
     CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
     cfg.threads = cap;
+    cfg.exact_threads = true; /* the parallel code at every n */
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         const ns_kernel *K = ns_kernel_at(k);
         check_set_context("kernel %s, threads = the cap %d", K->name, cap);
@@ -1480,6 +1484,7 @@ static void t_thread_cap(int argc, char **argv)
     omp_set_num_threads(cap + 1);
     expect_threads_refused(0, "OMP_NUM_THREADS");
     cfg.threads = 2;
+    cfg.exact_threads = true; /* the parallel code at every n */
     check_set_context("default above the cap, threads = 2");
     CHECK_STATUS(tl_find(tl_kernel("hash_parallel"), &p, &cfg, &got, &err), NS_OK, &err);
     tl_lists_equal(&ref, &got, check_context);
@@ -1531,6 +1536,7 @@ static void t_threads_env_over_cap(int argc, char **argv)
     CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
     ns_config cfg = ns_config_default();
     cfg.threads = 3;
+    cfg.exact_threads = true; /* the parallel code at every n */
     for (size_t k = 0; k < ns_kernel_count(); k++) {
         const ns_kernel *K = ns_kernel_at(k);
         check_set_context("OMP_NUM_THREADS above the cap: kernel %s, threads %d", K->name,
@@ -1541,6 +1547,160 @@ static void t_threads_env_over_cap(int argc, char **argv)
     ns_contact_list_free(&ref);
     ns_contact_list_free(&got);
     tl_set_free(&s);
+}
+
+/* ---- the streaming query ---- */
+
+typedef struct sink_state {
+    ns_contact_list got;
+    size_t blocks, stop_after; /* stop_after 0: never stop */
+} sink_state;
+
+static bool collect(const ns_contact *c, size_t count, void *user)
+{
+    sink_state *st = user;
+    CHECK(count >= 1);
+    REQUIRE(ns_contact_list_reserve(&st->got, st->got.count + count, NULL) == NS_OK);
+    memcpy(st->got.items + st->got.count, c, count * sizeof *c);
+    st->got.count += count;
+    return ++st->blocks != st->stop_after;
+}
+
+static void t_stream_api(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 20000, 5, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list full;
+    ns_contact_list_init(&full);
+    ns_error err;
+    bool streamed_somewhere = false;
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        check_set_context("kernel %s", K->name);
+        ns_index *index = NULL;
+        sink_state st = {.stop_after = 0};
+        ns_contact_list_init(&st.got);
+        REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_query_stream(index, NULL, &st, &err), NS_ERR_INVALID_ARGUMENT, &err);
+        CHECK_STATUS(ns_index_query_stream(NULL, collect, &st, &err), NS_ERR_INVALID_ARGUMENT,
+                     &err);
+        if (!ns_index_can_stream(index)) {
+            CHECK_STATUS(ns_index_query_stream(index, collect, &st, &err), NS_ERR_INVALID_ARGUMENT,
+                         &err);
+            CHECK_STR_CONTAINS(err.message, "no streaming query");
+            ns_index_destroy(index);
+            continue;
+        }
+        streamed_somewhere = true;
+        /* before a build: refused, nothing handed out */
+        CHECK_STATUS(ns_index_query_stream(index, collect, &st, &err), NS_ERR_INVALID_ARGUMENT,
+                     &err);
+        CHECK_EQ_U(st.blocks, 0);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query(index, &full, &err), NS_OK, &err);
+        CHECK_STATUS(ns_index_query_stream(index, collect, &st, &err), NS_OK, &err);
+        CHECK_CMP_U(st.blocks, >=, 2); /* 20,000 particles stream in several batches */
+        CHECK(st.got.count == full.count &&
+              memcmp(st.got.items, full.items, full.count * sizeof *full.items) == 0);
+        /* a sink that stops after its first block: NS_OK, that block alone,
+         * the first of the query's contacts */
+        size_t first_block = 0;
+        {
+            sink_state one = {.stop_after = 1};
+            ns_contact_list_init(&one.got);
+            CHECK_STATUS(ns_index_query_stream(index, collect, &one, &err), NS_OK, &err);
+            CHECK_EQ_U(one.blocks, 1);
+            first_block = one.got.count;
+            CHECK(first_block >= 1 && first_block < full.count &&
+                  memcmp(one.got.items, full.items, first_block * sizeof *full.items) == 0);
+            ns_contact_list_free(&one.got);
+        }
+        /* a batch over max_contacts is refused, like a query over it */
+        ns_index_destroy(index);
+        ns_config small = ns_config_default();
+        small.max_contacts = first_block / 2;
+        REQUIRE(ns_index_create(K, &small, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        sink_state none = {.stop_after = 0};
+        ns_contact_list_init(&none.got);
+        CHECK_STATUS(ns_index_query_stream(index, collect, &none, &err), NS_ERR_TOO_MANY_CONTACTS,
+                     &err);
+        CHECK_EQ_U(none.blocks, 0);
+        ns_contact_list_free(&none.got);
+        ns_contact_list_free(&st.got);
+        ns_index_destroy(index);
+    }
+    check_set_context("the kernel table");
+    CHECK_MSG(streamed_somewhere, "no kernel has a streaming query: nothing was tested");
+    ns_contact_list_free(&full);
+    tl_set_free(&s);
+}
+
+/* ---- a parallel kernel's threads follow its work ---- */
+
+/* The threads an index of kernel K runs a search of n particles on, asked
+ * for `threads`, exactly or not; and its contacts, which must be naive's. */
+static int threads_used(const ns_kernel *K, size_t n, int threads, bool exact)
+{
+    tl_set s;
+    tl_generate(tl_workload("uniform"), n, 3, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
+    ns_config cfg = ns_config_default();
+    cfg.threads = threads;
+    cfg.exact_threads = exact;
+    ns_index *index = NULL;
+    ns_index_info info;
+    CHECK_STATUS(ns_index_create(K, &cfg, &index, &err), NS_OK, &err);
+    ns_index_get_info(index, &info);
+    CHECK_EQ_I(info.threads, 0); /* no build yet */
+    CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+    CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
+    ns_contact_list_sort(&got);
+    tl_lists_equal(&ref, &got, check_context);
+    ns_index_get_info(index, &info);
+    ns_index_destroy(index);
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+    return info.threads;
+}
+
+static void t_threads_from_work(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    bool limited = false;
+    for (size_t k = 0; k < ns_kernel_count(); k++) {
+        const ns_kernel *K = ns_kernel_at(k);
+        size_t per = K->min_per_thread;
+        check_set_context("kernel %s, min_per_thread %zu", K->name, per);
+        if (!K->parallel) {
+            CHECK_EQ_U(per, 0); /* a serial kernel has no threads to choose */
+            CHECK_EQ_I(threads_used(K, 500, 2, false), 1);
+            continue;
+        }
+        if (per == 0) {
+            CHECK_EQ_I(threads_used(K, 500, 2, false), 2);
+            continue;
+        }
+        limited = true;
+        size_t small = per + per / 2; /* one thread's worth, not two */
+        CHECK_EQ_I(threads_used(K, small, 2, false), 1);
+        CHECK_EQ_I(threads_used(K, small, 2, true), 2);
+        CHECK_EQ_I(threads_used(K, 2 * per, 2, false), 2);
+        CHECK_EQ_I(threads_used(K, 3 * per, 8, false), 3);
+        CHECK_EQ_I(threads_used(K, 3 * per, 1, false), 1);
+    }
+    check_set_context("the kernel table");
+    CHECK_MSG(limited, "no parallel kernel has a min_per_thread: nothing was tested");
 }
 
 /* ---- table_size is clamped ---- */
@@ -1677,6 +1837,8 @@ static const tl_case cases[] = {
     {"huge_settings", .run_args = t_huge_settings},
     {"explicit_threads", .run_args = t_explicit_threads},
     {"bad_threads", .run_args = t_bad_threads},
+    {"threads_from_work", .run_args = t_threads_from_work},
+    {"stream_api", .run_args = t_stream_api},
     {"contact_between", .run = t_contact_between},
     {"concurrent_searches", .run_args = t_concurrent_searches},
     {"null_table", .run_args = t_null_table},

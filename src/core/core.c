@@ -290,7 +290,7 @@ size_t ns__resolve_max_contacts(size_t configured)
 
 ns_config ns_config_default(void)
 {
-    ns_config c = {0, 0, NS_DEFAULT_GRID_MAX_BYTES, 0, NULL};
+    ns_config c = {0, 0, NS_DEFAULT_GRID_MAX_BYTES, 0, NULL, false};
     return c;
 }
 

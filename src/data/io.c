@@ -521,11 +521,9 @@ ns_status ns_particles_write(FILE *out, const ns_particles *p, ns_error *err)
 /* Contacts formatted by blocks in parallel, written in order. */
 enum { BLOCK = 16384, LINE_MAX_BYTES = 2 * 10 + 4 * 16 + 6 };
 
-static ns_status write_csv(FILE *out, const ns_contact_list *list, ns_error *err)
+static ns_status csv_records(FILE *out, const ns_contact *items, size_t count, ns_error *err)
 {
-    if (fputs("i,j,overlap,nx,ny,nz\n", out) == EOF)
-        return write_failed(err);
-    long long blocks = (long long)((list->count + BLOCK - 1) / BLOCK);
+    long long blocks = (long long)((count + BLOCK - 1) / BLOCK);
     int failed = 0; /* 1: out of memory, 2: write error */
     int write_errno = 0;
     /* OpenMP's default team (OMP_NUM_THREADS, the user's) may be far larger
@@ -553,11 +551,10 @@ static ns_status write_csv(FILE *out, const ns_contact_list *list, ns_error *err
         for (long long blk = 0; blk < blocks; blk++) {
             size_t len = 0;
             if (buf) {
-                size_t lo = (size_t)blk * BLOCK,
-                       hi = lo + BLOCK < list->count ? lo + BLOCK : list->count;
+                size_t lo = (size_t)blk * BLOCK, hi = lo + BLOCK < count ? lo + BLOCK : count;
                 char *c = buf;
                 for (size_t k = lo; k < hi; k++) {
-                    const ns_contact *x = &list->items[k];
+                    const ns_contact *x = &items[k];
                     c = put_u32(c, x->i);
                     *c++ = ',';
                     c = put_u32(c, x->j);
@@ -602,30 +599,35 @@ static void put_le32(unsigned char *p, uint32_t v)
         p[k] = (unsigned char)(v >> (8 * k));
 }
 
-static ns_status write_bin(FILE *out, const ns_contact_list *list, ns_error *err)
+static ns_status bin_header(FILE *out, size_t count, ns_error *err)
 {
     unsigned char header[24];
     memcpy(header, NS_BIN_MAGIC, 8);
     put_le32(header + 8, NS_BIN_VERSION);
     put_le32(header + 12, (uint32_t)sizeof(ns_contact));
-    put_le32(header + 16, (uint32_t)(list->count & 0xffffffffu));
-    put_le32(header + 20, (uint32_t)((uint64_t)list->count >> 32));
+    put_le32(header + 16, (uint32_t)(count & 0xffffffffu));
+    put_le32(header + 20, (uint32_t)((uint64_t)count >> 32));
     if (fwrite(header, 1, sizeof header, out) != sizeof header)
         return write_failed(err);
+    return NS_OK;
+}
+
+static ns_status bin_records(FILE *out, const ns_contact *items, size_t count, ns_error *err)
+{
     const uint32_t probe = 1;
     unsigned char first;
     memcpy(&first, &probe, 1);
     if (first == 1) { /* little-endian host: the records as they are in memory */
-        if (list->count && fwrite(list->items, sizeof(ns_contact), list->count, out) != list->count)
+        if (count && fwrite(items, sizeof(ns_contact), count, out) != count)
             return write_failed(err);
         return NS_OK;
     }
-    for (size_t k = 0; k < list->count; k++) {
+    for (size_t k = 0; k < count; k++) {
         unsigned char rec[24];
         uint32_t w[6];
-        w[0] = list->items[k].i;
-        w[1] = list->items[k].j;
-        memcpy(&w[2], &list->items[k].overlap, 4 * sizeof(float));
+        w[0] = items[k].i;
+        w[1] = items[k].j;
+        memcpy(&w[2], &items[k].overlap, 4 * sizeof(float));
         for (int f = 0; f < 6; f++)
             put_le32(rec + 4 * f, w[f]);
         if (fwrite(rec, 1, sizeof rec, out) != sizeof rec)
@@ -634,19 +636,51 @@ static ns_status write_bin(FILE *out, const ns_contact_list *list, ns_error *err
     return NS_OK;
 }
 
-ns_status ns_contacts_write(FILE *out, const ns_contact_list *list, ns_format format, ns_error *err)
+static ns_status check_format(FILE *out, ns_format format, ns_error *err)
 {
-    if (!out || !list)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "%s is NULL",
-                        out ? "contact list" : "output");
-    if (list->count > 0 && !list->items)
-        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
-                        "the contact list's items are NULL");
+    if (!out)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "output is NULL");
     if (format != NS_FORMAT_CSV && format != NS_FORMAT_BIN)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "unknown format %d",
                         (int)format);
-    ns_status s = format == NS_FORMAT_BIN ? write_bin(out, list, err) : write_csv(out, list, err);
+    return NS_OK;
+}
+
+ns_status ns_contacts_write_header(FILE *out, ns_format format, size_t count, ns_error *err)
+{
+    ns_status s = check_format(out, format, err);
+    if (s == NS_OK)
+        s = format == NS_FORMAT_BIN                       ? bin_header(out, count, err)
+            : fputs("i,j,overlap,nx,ny,nz\n", out) == EOF ? write_failed(err)
+                                                          : NS_OK;
     if (s == NS_OK)
         ns__ok(err);
+    return s;
+}
+
+ns_status ns_contacts_write_records(FILE *out, const ns_contact *contacts, size_t count,
+                                    ns_format format, ns_error *err)
+{
+    ns_status s = check_format(out, format, err);
+    if (s == NS_OK && count > 0 && !contacts)
+        s = ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "the contacts are NULL");
+    if (s == NS_OK)
+        s = format == NS_FORMAT_BIN ? bin_records(out, contacts, count, err)
+                                    : csv_records(out, contacts, count, err);
+    if (s == NS_OK)
+        ns__ok(err);
+    return s;
+}
+
+ns_status ns_contacts_write(FILE *out, const ns_contact_list *list, ns_format format, ns_error *err)
+{
+    if (out && !list)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "contact list is NULL");
+    if (list && list->count > 0 && !list->items)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "the contact list's items are NULL");
+    ns_status s = ns_contacts_write_header(out, format, list ? list->count : 0, err);
+    if (s == NS_OK)
+        s = ns_contacts_write_records(out, list->items, list->count, format, err);
     return s;
 }

@@ -180,6 +180,8 @@ ns_status ns_index_build(ns_index *index, const ns_particles *p, ns_error *err)
         ns_status s = ns__resolve_threads(c->threads, &in->threads, err);
         if (s != NS_OK)
             return s;
+        if (!c->exact_threads)
+            in->threads = ns_kernel_threads(index->kernel, p->n, in->threads);
     }
     size_t table_cap = table_size_cap(p->n);
     in->table_size = c->table_size == 0          ? default_table_size(p->n)
@@ -251,6 +253,33 @@ ns_status ns_index_count(ns_index *index, size_t *count, ns_error *err)
     return NS_OK;
 }
 
+bool ns_index_can_stream(const ns_index *index)
+{
+    return index && index->ops->stream;
+}
+
+ns_status ns_index_query_stream(ns_index *index, ns_contact_sink sink, void *user, ns_error *err)
+{
+    if (!index || !sink)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "%s is NULL",
+                        index ? "sink" : "index");
+    index->candidates = 0;
+    if (!ns_index_can_stream(index))
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "kernel %s has no streaming query", index->kernel->name);
+    if (!index->built)
+        return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
+                        "streaming query of an index without a successful build");
+    if (!index->trivial) {
+        ns_status s =
+            index->ops->stream(index->state, &index->in, sink, user, &index->candidates, err);
+        if (s != NS_OK)
+            return s;
+    }
+    ns__ok(err);
+    return NS_OK;
+}
+
 void ns__index_set_max_contacts(ns_index *index, size_t max_contacts)
 {
     index->config.max_contacts = max_contacts;
@@ -265,6 +294,7 @@ void ns_index_get_info(const ns_index *index, ns_index_info *info)
         return;
     info->bytes = sizeof *index;
     info->candidates = index->candidates;
+    info->threads = index->built ? index->in.threads : 0;
     if (index->built && !index->trivial) {
         if (index->state)
             index->ops->info(index->state, info);

@@ -741,6 +741,37 @@ case_max_contacts() {
     expect_fail 2 "" "" pairs --kernel naive --input u.csv --max-contacts lots
 }
 
+# --order any: every kernel's contacts unsorted, the same set as the sorted
+# output; grid_sorted streams them (in several batches at 20,000 particles),
+# in the same order at every thread count, in CSV and binary; --max-contacts
+# limits the total and a refused run leaves the output as it was.
+case_order_any() {
+    load_kernels
+    gen uniform 20000 3 u.csv
+    ok ref pairs --kernel grid_sorted --input u.csv --output ref.csv || return
+    local n
+    n=$(contact_count ref.csv)
+    for k in "${KERNELS[@]}"; do
+        [ "$k" = naive ] || [ "$k" = naive_omp ] && continue # quadratic: the agree cases cover them
+        ok "any_$k" pairs --kernel "$k" --input u.csv --order any --output "any-$k.csv" || continue
+        { head -n 1 "any-$k.csv"; tail -n +2 "any-$k.csv" | LC_ALL=C sort -t, -k1,1n -k2,2n; } >"$K/any-$k.sorted"
+        same ref.csv "$K/any-$k.sorted" "$k --order any, sorted afterwards, vs the sorted output"
+    done
+    ok any_t1 pairs --kernel grid_sorted --input u.csv --order any --threads 1 --output t1.csv &&
+        same any-grid_sorted.csv t1.csv "grid_sorted --order any: 1 thread vs the default"
+    ok any_bin pairs --kernel grid_sorted --input u.csv --order any --format bin --output any.bin &&
+        check_bin any.bin "$n" "grid_sorted --order any --format bin" &&
+        bin_to_csv any.bin >"$K/any.decoded" &&
+        { head -n 1 "$K/any.decoded"; tail -n +2 "$K/any.decoded" | LC_ALL=C sort -t, -k1,1n -k2,2n; } >"$K/any-bin.sorted" &&
+        same ref.csv "$K/any-bin.sorted" "grid_sorted --order any --format bin, decoded and sorted"
+    for fmt in csv bin; do
+        expect_fail 1 "" "" pairs --kernel grid_sorted --input u.csv --order any --format $fmt --output out.csv --max-contacts $((n - 1))
+        message_matches 'too many contacts' "grid_sorted --order any --format $fmt --max-contacts $((n - 1))"
+    done
+    ok any_max pairs --kernel grid_sorted --input u.csv --order any --max-contacts "$n" --output max.csv &&
+        same any-grid_sorted.csv max.csv "--order any --max-contacts $n (exactly the count)"
+}
+
 # 100,000 coincident particles (5e9 contacts): grid_sorted counts first and
 # refuses within seconds without allocating the contacts (default limit).
 case_coincident_100k() {
@@ -1045,6 +1076,16 @@ case_err_format_xml() {
     good_input
     expect_fail 2 "" "" pairs --kernel naive --input good.csv --output out.csv --format xml
     message_matches xml "--format xml"
+}
+case_err_order_unknown() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel naive --input good.csv --output out.csv --order random
+    message_matches random "--order random"
+}
+case_err_order_check() {
+    good_input
+    expect_fail 2 "" "" pairs --kernel grid_sorted --input good.csv --output out.csv --order any --check
+    message_matches 'not with --order any' "--order any --check"
 }
 case_err_radius_option() {
     good_input

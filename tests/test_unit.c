@@ -1642,7 +1642,8 @@ static void t_stream_api(int argc, char **argv)
 /* ---- a parallel kernel's threads follow its work ---- */
 
 /* The threads an index of kernel K runs a search of n particles on, asked
- * for `threads`, exactly or not; and its contacts, which must be naive's. */
+ * for `threads`, exactly or not; and its contacts, which must be the same
+ * kernel's on one thread (the kernels tests compare those with naive's). */
 static int threads_used(const ns_kernel *K, size_t n, int threads, bool exact)
 {
     tl_set s;
@@ -1652,8 +1653,9 @@ static int threads_used(const ns_kernel *K, size_t n, int threads, bool exact)
     ns_contact_list_init(&ref);
     ns_contact_list_init(&got);
     ns_error err;
-    CHECK_STATUS(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err), NS_OK, &err);
     ns_config cfg = ns_config_default();
+    cfg.threads = 1;
+    CHECK_STATUS(tl_find(K, &p, &cfg, &ref, &err), NS_OK, &err);
     cfg.threads = threads;
     cfg.exact_threads = exact;
     ns_index *index = NULL;

@@ -11,7 +11,8 @@
  * return exactly naive's sorted contacts, or naive's refusal with the same
  * status and message; grid_dense may also refuse for its own memory cap.
  * Anything else aborts. grid_sorted's ns_index_count must equal the number
- * of contacts.
+ * of contacts, and its streaming query must stream exactly the list its
+ * query wrote, in the same order.
  *
  * Built with libFuzzer (preset fuzz) or, for ctest, with replay.c's main. */
 #include "nsearch.h"
@@ -135,6 +136,17 @@ static bool same_contacts(const ns_contact_list *a, const ns_contact_list *b)
            (a->count == 0 || memcmp(a->items, b->items, a->count * sizeof(ns_contact)) == 0);
 }
 
+/* A streaming query's blocks, appended to the list user. */
+static bool append(const ns_contact *c, size_t count, void *user)
+{
+    ns_contact_list *l = user;
+    if (ns_contact_list_reserve(l, l->count + count, NULL) != NS_OK)
+        abort();
+    memcpy(l->items + l->count, c, count * sizeof *c);
+    l->count += count;
+    return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -144,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = byte(&r); /* up to 255 particles */
     ns_config cfg = ns_config_default();
     cfg.threads = 1 + settings % 4;
+    cfg.exact_threads = true; /* the parallel code, though n is small */
     cfg.table_size = (settings >> 2) % 4 == 0 ? 0 : 1u + byte(&r) % 64;
     cfg.grid_max_bytes = 1u << 20; /* 1 MiB: grid_dense refuses rather than exhaust memory */
     cfg.max_contacts = limit < 32 ? (size_t)limit + 1 : 0;
@@ -195,6 +208,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             die("count failed after a build", kernel->name, n, err.message);
         if (s == NS_OK)
             s = ns_index_query(index, &got, &err);
+        if (s == NS_OK && ns_index_can_stream(index)) { /* the query's list, streamed */
+            ns_contact_list streamed;
+            ns_contact_list_init(&streamed);
+            ns_error stream_err;
+            if (ns_index_query_stream(index, append, &streamed, &stream_err) != NS_OK)
+                die("streaming query failed after a query", kernel->name, n, stream_err.message);
+            if (streamed.count != got.count ||
+                (got.count &&
+                 memcmp(streamed.items, got.items, got.count * sizeof *got.items) != 0))
+                die("streamed contacts differ from the query's", kernel->name, n, "");
+            ns_contact_list_free(&streamed);
+        }
         ns_index_destroy(index);
         bool own_cap = strcmp(kernel->name, "grid_dense") == 0 && s == NS_ERR_TOO_LARGE &&
                        strstr(err.message, "grid_max_bytes");

@@ -13,8 +13,6 @@
  * that a kernel's streaming query streams exactly what its query lists. */
 #include "testlib.h"
 
-#include <string.h>
-
 static const size_t sizes[] = {0, 1, 2, 10, 100, 1000, 5000};
 static const size_t costly_sizes[] = {0, 1, 2, 10, 100, 1000, 2000};
 static const uint64_t seeds[] = {1, 2};
@@ -22,11 +20,7 @@ static const uint64_t seeds[] = {1, 2};
 /* The streamed blocks, appended. */
 static bool append(const ns_contact *c, size_t count, void *user)
 {
-    ns_contact_list *l = user;
-    CHECK(count >= 1);
-    REQUIRE(ns_contact_list_reserve(l, l->count + count, NULL) == NS_OK);
-    memcpy(l->items + l->count, c, count * sizeof *c);
-    l->count += count;
+    tl_append_contacts(user, c, count);
     return true;
 }
 
@@ -52,10 +46,7 @@ static void check_stream(const ns_kernel *kernel, const ns_particles *p, const c
         CHECK_STATUS(ns_index_query_stream(index, append, &streamed, &err), NS_OK, &err);
         ns_index_get_info(index, &info);
         CHECK_EQ_U(info.candidates, tested);
-        CHECK_EQ_U(streamed.count, full.count);
-        CHECK_MSG(streamed.count == full.count &&
-                      memcmp(streamed.items, full.items, full.count * sizeof *full.items) == 0,
-                  "%s: the streamed contacts differ from the query's", what);
+        tl_lists_equal(&full, &streamed, what);
         ns_contact_list_free(&full);
         ns_contact_list_free(&streamed);
     }

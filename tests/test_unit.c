@@ -1559,10 +1559,7 @@ typedef struct sink_state {
 static bool collect(const ns_contact *c, size_t count, void *user)
 {
     sink_state *st = user;
-    CHECK(count >= 1);
-    REQUIRE(ns_contact_list_reserve(&st->got, st->got.count + count, NULL) == NS_OK);
-    memcpy(st->got.items + st->got.count, c, count * sizeof *c);
-    st->got.count += count;
+    tl_append_contacts(&st->got, c, count);
     return ++st->blocks != st->stop_after;
 }
 

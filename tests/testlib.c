@@ -107,6 +107,14 @@ void tl_copy_list(ns_contact_list *dst, const ns_contact_list *src)
     dst->count = src->count;
 }
 
+void tl_append_contacts(ns_contact_list *list, const ns_contact *c, size_t count)
+{
+    CHECK(count >= 1);
+    REQUIRE(ns_contact_list_reserve(list, list->count + count, NULL) == NS_OK);
+    memcpy(list->items + list->count, c, count * sizeof *c);
+    list->count += count;
+}
+
 ns_particles tl_particles(const tl_set *s)
 {
     ns_particles p;

@@ -39,6 +39,8 @@ void tl_set_append(tl_set *a, const tl_set *b);
 void tl_add_particle(tl_set *s, float x, float y, float z, float r);
 /* dst = a copy of src's contacts (dst grows as needed). */
 void tl_copy_list(ns_contact_list *dst, const ns_contact_list *src);
+/* Appends count >= 1 contacts to *list (REQUIREs the memory). */
+void tl_append_contacts(ns_contact_list *list, const ns_contact *c, size_t count);
 /* Fills err with values no call leaves there, so a call that forgets to
  * set it is seen. */
 void tl_poison_error(ns_error *err);

@@ -3,16 +3,23 @@
  * The kernel to link into a simulation. The build is a parallel counting sort
  * that copies positions (and radii) into cell order as separate float arrays,
  * so each cell's particles are contiguous and the distance test streams
- * through memory. Two ways to find a cell, chosen per build:
+ * through memory. Three ways to number the cells, chosen per build:
  *  - dense: a grid over the bounding box with one empty layer of cells around
  *    it, when it has at most 2 cells per particle. Cells are numbered x
  *    fastest, so the three cells x-1, x, x+1 of a row are one contiguous run
  *    of particles;
- *  - sparse (dambreak's empty air, far-apart particles): blocks of 4 x 4 x 4
- *    cells hashed into a table of about n/2 buckets, 64 per block, particles
- *    sorted by bucket and, inside a bucket, by cell; a cell is found by its
- *    bucket and checked by the cell of its first particle. Memory stays
- *    proportional to n.
+ *  - blocked (dambreak's empty air, clusters, a sheet): only the blocks of
+ *    4 x 4 x 4 cells that hold particles, each laid out like a small dense
+ *    grid (x fastest), numbered in the order of a coarse grid of blocks over
+ *    the bounding box (one number per block, at most one block per
+ *    particle), so neighbouring blocks lie near each other in memory; when
+ *    the non-empty blocks have at most 2 cells per particle;
+ *  - hashed (particles far apart): the same blocks, or blocks of 2 x 2 x 2
+ *    or single cells when bigger ones would break the 2 cells per particle,
+ *    found through a hash table of the blocks.
+ *    In both, a cell's neighbours are mostly in its own block, a row of them
+ *    in one block is one run, and the blocks around are looked up once per
+ *    block, not once per cell. Memory stays proportional to n.
  * Every pair is tested once: a particle against the later particles of its
  * own cell and the particles of 13 of the 26 neighbour cells (the half
  * stencil: +x; the row y+1; the nine cells of z+1). A cell's candidates are
@@ -47,19 +54,27 @@ enum {
     SLACK = COPY,
 };
 
+/* How cells are numbered (see the top of the file). */
+typedef enum layout { DENSE, BLOCKED, HASHED } layout;
+
 typedef struct state {
-    bool dense;
-    int64_t dim[3];        /* dense: cells per axis, the empty layer included */
-    size_t cells;          /* dense: all grid cells; sparse: non-empty cells */
-    size_t table;          /* sparse: buckets */
-    ns__u32s start;        /* cells + 1: the first sorted particle of each cell */
-    ns__u32s order;        /* n: the caller's index of each sorted particle */
-    ns__u32s key;          /* n: the cell (dense) or bucket (sparse) of each particle */
-    ns__u32s group;        /* sparse: buckets + 1: the first sorted particle of each bucket */
-    ns__u32s bucket_cells; /* sparse: buckets + 1: the first cell of each bucket */
-    ns__buf soa;           /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
-    ns__buf block_total;   /* size_t: blocks + 1 contact counts, then offsets */
-    ns__buf batch;         /* ns_contact: one batch of a streaming query */
+    layout layout;
+    int shift;            /* blocked, hashed: a block is 2^shift cells along each axis */
+    int64_t dim[3];       /* dense: cells per axis; blocked: blocks per axis (each with
+                           * its empty layer) */
+    int64_t first[3];     /* blocked: the block coordinate of the first layer */
+    size_t cells;         /* dense: all grid cells; else blocks x cells per block */
+    size_t groups;        /* hashed: hash groups of blocks */
+    ns__u32s coarse;      /* blocked: the grid of blocks + 1: the number of each
+                           * non-empty one */
+    ns__u32s start;       /* cells + 1: the first sorted particle of each cell */
+    ns__u32s order;       /* n: the caller's index of each sorted particle */
+    ns__u32s key;         /* n: the cell (dense) or bucket (sparse) of each particle */
+    ns__u32s bucket;      /* sparse: groups x cells per block + 1: the counting sort's */
+    ns__u32s group_first; /* sparse: groups + 1: the first block of each group */
+    ns__buf soa;          /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
+    ns__buf block_total;  /* size_t: blocks + 1 contact counts, then offsets */
+    ns__buf batch;        /* ns_contact: one batch of a streaming query */
     size_t blocks;
     size_t n;
 } state;
@@ -77,16 +92,23 @@ static void destroy(void *p)
     ns__u32s_free(&s->start);
     ns__u32s_free(&s->order);
     ns__u32s_free(&s->key);
-    ns__u32s_free(&s->group);
-    ns__u32s_free(&s->bucket_cells);
+    ns__u32s_free(&s->bucket);
+    ns__u32s_free(&s->group_first);
+    ns__u32s_free(&s->coarse);
     ns__buf_free(&s->soa);
     ns__buf_free(&s->block_total);
     ns__buf_free(&s->batch);
     ns__free(s);
 }
 
-/* Dense when the grid with its empty layer has at most 2 cells per particle
- * (and at least a few thousand cells are always allowed). */
+/* At most 2 cells per particle (and at least a few thousand cells are
+ * always allowed): the dense grid's rule, and the blocks' too. */
+static bool cells_allowed(double cells, size_t n)
+{
+    return cells <= 2.0 * (double)n + 4096.0 && cells < (double)UINT32_MAX - 1;
+}
+
+/* Dense when the grid with its empty layer keeps the rule. */
 static bool choose_dense(state *s, const ns__input *in)
 {
     double cells = 1.0;
@@ -95,8 +117,7 @@ static bool choose_dense(state *s, const ns__input *in)
         s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
         cells *= d;
     }
-    double limit = 2.0 * (double)in->n + 4096.0;
-    if (cells > limit || cells > (double)UINT32_MAX - 1)
+    if (!cells_allowed(cells, in->n))
         return false;
     s->cells = (size_t)cells;
     return true;
@@ -109,21 +130,35 @@ static inline void cell_of(const ns__grid *g, float x, float y, float z, int64_t
     c[2] = ns__cell_coord(g, z);
 }
 
-/* Sorting the caller's indices inside a group (a dense cell, or a bucket,
- * whose cells must become contiguous runs): by cell when by_cell, then by
+/* The block of a cell coordinate: floor(c / 2^shift), written so that it
+ * does not rely on how >> treats a negative number. */
+static inline int64_t block_coord(int64_t c, int shift)
+{
+    return c >= 0 ? c >> shift : ~(~c >> shift);
+}
+
+/* Sorting the caller's indices inside a group (a dense cell, or a hash
+ * group of blocks whose cells must become contiguous runs): when by_block,
+ * by block (z, then y, then x), then by cell inside it likewise; then by
  * index, so the order never depends on the threads' race in the scatter. */
 typedef struct sorter {
     const ns__input *in;
-    bool by_cell;
+    bool by_block;
+    int shift;
 } sorter;
 
 static bool before(const sorter *so, uint32_t a, uint32_t b)
 {
-    if (so->by_cell) {
+    if (so->by_block) {
         const float *pa = so->in->pos + 3 * (size_t)a, *pb = so->in->pos + 3 * (size_t)b;
         int64_t ca[3], cb[3];
         cell_of(&so->in->grid, pa[0], pa[1], pa[2], ca);
         cell_of(&so->in->grid, pb[0], pb[1], pb[2], cb);
+        for (int k = 2; k >= 0; k--) {
+            int64_t ba = block_coord(ca[k], so->shift), bb = block_coord(cb[k], so->shift);
+            if (ba != bb)
+                return ba < bb;
+        }
         for (int k = 2; k >= 0; k--)
             if (ca[k] != cb[k])
                 return ca[k] < cb[k];
@@ -168,45 +203,53 @@ static void sort_group(const sorter *so, uint32_t *a, size_t len)
     }
 }
 
-static bool same_cell(const ns__input *in, uint32_t a, uint32_t b)
+/* Sparse: a block is 2^shift cells along each axis, numbered x fastest
+ * inside it (its local cell); blocks are hashed into groups. */
+static inline size_t block_cells(const state *s)
 {
-    const float *pa = in->pos + 3 * (size_t)a, *pb = in->pos + 3 * (size_t)b;
-    int64_t ca[3], cb[3];
-    cell_of(&in->grid, pa[0], pa[1], pa[2], ca);
-    cell_of(&in->grid, pb[0], pb[1], pb[2], cb);
-    return ca[0] == cb[0] && ca[1] == cb[1] && ca[2] == cb[2];
+    return (size_t)1 << (3 * s->shift);
 }
 
-/* Does the group hold more than one cell? */
-static bool mixed_cells(const ns__input *in, const uint32_t *a, size_t len)
+static inline uint32_t local_cell(const int64_t c[3], int shift)
 {
-    for (size_t k = 1; k < len; k++)
-        if (!same_cell(in, a[0], a[k]))
-            return true;
-    return false;
+    uint32_t mask = (1u << shift) - 1u;
+    return ((uint32_t)c[0] & mask) | ((uint32_t)c[1] & mask) << shift |
+           ((uint32_t)c[2] & mask) << (2 * shift);
 }
 
-/* The bucket of a cell (sparse): the 4 x 4 x 4 cells of a block share a
- * hash and take 64 consecutive buckets, so neighbouring cells mostly sit
- * side by side in the sorted order and the query stays in cache. Two's
- * complement bits make the blocks of negative cells whole as well. */
-static inline uint32_t block_bucket(const int64_t c[3], size_t table)
+static inline uint32_t block_group(const int64_t b[3], size_t groups)
 {
-    uint64_t x = (uint64_t)c[0], y = (uint64_t)c[1], z = (uint64_t)c[2];
-    uint32_t block =
-        ns__hash_cell((int64_t)(x >> 2), (int64_t)(y >> 2), (int64_t)(z >> 2), table / 64);
-    return block * 64 + (uint32_t)((x & 3) | (y & 3) << 2 | (z & 3) << 4);
+    return ns__hash_cell(b[0], b[1], b[2], groups);
+}
+
+static inline void block_of_cell(const int64_t c[3], int shift, int64_t b[3])
+{
+    for (int k = 0; k < 3; k++)
+        b[k] = block_coord(c[k], shift);
+}
+
+/* Blocked: the place of block b in the grid of blocks. */
+static inline size_t coarse_index(const state *s, const int64_t b[3])
+{
+    return (size_t)(((b[2] - s->first[2]) * s->dim[1] + (b[1] - s->first[1])) * s->dim[0] +
+                    (b[0] - s->first[0]));
 }
 
 /* The key of each particle: its dense cell (x fastest, shifted by the empty
- * layer) or the bucket of its cell. */
+ * layer), or its block's number (blocked) or hash group (hashed), then its
+ * local cell. */
 static inline uint32_t particle_key(const state *s, const ns__input *in, size_t i)
 {
     const float *p = in->pos + 3 * i;
     int64_t c[3];
     cell_of(&in->grid, p[0], p[1], p[2], c);
-    if (!s->dense)
-        return block_bucket(c, s->table);
+    if (s->layout != DENSE) {
+        int64_t b[3];
+        block_of_cell(c, s->shift, b);
+        uint32_t block =
+            s->layout == BLOCKED ? s->coarse.a[coarse_index(s, b)] : block_group(b, s->groups);
+        return block << (3 * s->shift) | local_cell(c, s->shift);
+    }
     uint64_t x = (uint64_t)(c[0] - in->grid.cell_lo[0] + 1);
     uint64_t y = (uint64_t)(c[1] - in->grid.cell_lo[1] + 1);
     uint64_t z = (uint64_t)(c[2] - in->grid.cell_lo[2] + 1);
@@ -244,43 +287,191 @@ static void sort_by_key(state *s, const ns__input *in, uint32_t *group, size_t k
     }
 }
 
-/* The cells of each bucket (sparse): sorts each bucket by cell, numbers the
- * cells bucket by bucket and records where each starts. */
-static bool find_cells(state *s, const ns__input *in)
+/* The cell and block of the caller's particle i. */
+static inline void particle_block(const ns__input *in, int shift, uint32_t i, int64_t c[3],
+                                  int64_t b[3])
 {
-    uint32_t *group = s->group.a, *order = s->order.a, *first = s->bucket_cells.a;
-    long long buckets = (long long)s->table;
-#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 1024)
-    for (long long b = 0; b < buckets; b++) {
-        uint32_t *a = order + group[b];
-        size_t len = group[b + 1] - group[b];
-        uint32_t cells = len > 0;
-        if (len > 1) {
-            sorter so = {in, mixed_cells(in, a, len)};
-            sort_group(&so, a, len);
-            for (size_t k = 1; so.by_cell && k < len; k++)
-                cells += !same_cell(in, a[k - 1], a[k]);
-        }
-        first[b] = cells;
-    }
-    first[buckets] = 0;
-    s->cells = ns__parallel_exclusive_scan_u32(first, s->table + 1, in->threads);
-    if (!ns__u32s_reserve(&s->start, s->cells + 1))
-        return false;
-    uint32_t *start = s->start.a;
-#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 1024)
-    for (long long b = 0; b < buckets; b++) {
-        uint32_t c = first[b], at = group[b], end = group[b + 1];
-        if (at == end)
+    const float *p = in->pos + 3 * (size_t)i;
+    cell_of(&in->grid, p[0], p[1], p[2], c);
+    block_of_cell(c, shift, b);
+}
+
+static inline bool same_block(const int64_t a[3], const int64_t b[3])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
+/* The blocks of a group, the few a hash group usually holds: up to FEW
+ * found by a scan and put in order (z, y, x); more than FEW, or
+ * (returning FEW + 1) not counted. */
+enum { FEW = 8 };
+typedef struct group_blocks {
+    int count;
+    int64_t b[FEW][3];
+} group_blocks;
+
+static void find_group_blocks(const ns__input *in, int shift, const uint32_t *a, size_t len,
+                              group_blocks *gb)
+{
+    gb->count = 0;
+    for (size_t k = 0; k < len; k++) {
+        int64_t c[3], b[3];
+        particle_block(in, shift, a[k], c, b);
+        int q = 0;
+        while (q < gb->count && !same_block(gb->b[q], b))
+            q++;
+        if (q < gb->count)
             continue;
-        start[c++] = at;
-        if (first[b + 1] - first[b] > 1)
-            for (uint32_t k = at + 1; k < end; k++)
-                if (!same_cell(in, order[k - 1], order[k]))
-                    start[c++] = k;
+        if (gb->count == FEW) {
+            gb->count = FEW + 1;
+            return;
+        }
+        /* inserted in order */
+        for (q = gb->count++; q > 0; q--) {
+            const int64_t *p = gb->b[q - 1];
+            bool after = p[2] != b[2] ? p[2] > b[2] : p[1] != b[1] ? p[1] > b[1] : p[0] > b[0];
+            if (!after)
+                break;
+            memcpy(gb->b[q], p, sizeof gb->b[q]);
+        }
+        memcpy(gb->b[q], b, sizeof gb->b[q]);
     }
-    start[s->cells] = (uint32_t)in->n;
-    return true;
+}
+
+/* Sparse, pass 1: the number of blocks of each group into first[g]. A group
+ * of more than FEW blocks is sorted into its final order here (by block,
+ * cell and index) and its blocks counted along it. */
+static void count_blocks_of_groups(state *s, const ns__input *in)
+{
+    const uint32_t *bucket = s->bucket.a;
+    uint32_t *order = s->order.a, *first = s->group_first.a;
+    int shift = s->shift;
+    long long groups = (long long)s->groups;
+    size_t per = block_cells(s);
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 256)
+    for (long long g = 0; g < groups; g++) {
+        uint32_t *a = order + bucket[(size_t)g * per];
+        size_t len = bucket[(size_t)(g + 1) * per] - bucket[(size_t)g * per];
+        group_blocks gb;
+        find_group_blocks(in, shift, a, len, &gb);
+        uint32_t count = (uint32_t)gb.count;
+        if (gb.count > FEW) {
+            sorter so = {in, true, shift};
+            sort_group(&so, a, len);
+            int64_t prev[3] = {0, 0, 0}, c[3], b[3];
+            count = 0;
+            for (size_t k = 0; k < len; k++, memcpy(prev, b, sizeof prev)) {
+                particle_block(in, shift, a[k], c, b);
+                count += k == 0 || !same_block(prev, b);
+            }
+        }
+        first[g] = count;
+    }
+    first[groups] = 0;
+}
+
+/* Sparse, pass 2: each group's particles in their final order (by block,
+ * then cell, then index) and the start of each of its blocks' cells. The
+ * counting sort has put a group's particles in order of their local cell;
+ * a group of a few blocks is redistributed by (block, cell) through key[]
+ * (free once the sort is done), a group of many was sorted in pass 1 and
+ * its cells are found along it. Then each cell is sorted by index. */
+static void lay_out_groups(state *s, const ns__input *in)
+{
+    const uint32_t *bucket = s->bucket.a, *first = s->group_first.a;
+    uint32_t *order = s->order.a, *start = s->start.a, *spare = s->key.a;
+    int shift = s->shift;
+    long long groups = (long long)s->groups;
+    size_t per = block_cells(s);
+    sorter by_index = {in, false, 0};
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 256)
+    for (long long g = 0; g < groups; g++) {
+        uint32_t begin = bucket[(size_t)g * per], end = bucket[(size_t)(g + 1) * per];
+        size_t cells = (size_t)(first[g + 1] - first[g]) * per;
+        uint32_t *cell = start + (size_t)first[g] * per; /* this group's cells */
+        if (cells == 0)
+            continue;
+        group_blocks gb = {.count = 1};
+        if (cells > per)
+            find_group_blocks(in, shift, order + begin, end - begin, &gb);
+        if (cells == per) {
+            memcpy(cell, bucket + (size_t)g * per, per * sizeof *cell);
+        } else if (gb.count <= FEW) {
+            /* counts per (block, cell), scanned into starts, then a scatter */
+            uint32_t at[FEW * 64 + 1] = {0};
+            for (int pass = 0; pass < 2; pass++) {
+                for (uint32_t k = begin; k < end; k++) {
+                    int64_t c[3], b[3];
+                    particle_block(in, shift, order[k], c, b);
+                    size_t q = 0;
+                    while (!same_block(gb.b[q], b))
+                        q++;
+                    size_t idx = q * per + local_cell(c, shift);
+                    if (pass == 0)
+                        at[idx + 1]++;
+                    else
+                        spare[at[idx]++] = order[k];
+                }
+                if (pass == 0) {
+                    at[0] = begin;
+                    for (size_t k = 0; k < cells; k++)
+                        at[k + 1] += at[k];
+                    memcpy(cell, at, cells * sizeof *cell);
+                }
+            }
+            memcpy(order + begin, spare + begin, (end - begin) * sizeof *order);
+        } else {
+            size_t next = 0;
+            int64_t prev[3] = {0, 0, 0};
+            size_t q = 0;
+            for (uint32_t k = begin; k < end; k++) {
+                int64_t c[3], b[3];
+                particle_block(in, shift, order[k], c, b);
+                q += k > begin && !same_block(prev, b);
+                memcpy(prev, b, sizeof prev);
+                for (size_t idx = q * per + local_cell(c, shift); next <= idx;)
+                    cell[next++] = k;
+            }
+            while (next < cells)
+                cell[next++] = end;
+            continue; /* sorted by index too */
+        }
+        for (size_t k = 0; k < cells; k++) {
+            uint32_t b0 = cell[k], b1 = k + 1 < cells ? cell[k + 1] : end;
+            if (b1 - b0 > 1)
+                sort_group(&by_index, order + b0, b1 - b0);
+        }
+    }
+}
+
+/* Hashed: the particles sorted into blocks of 2^shift cells along each
+ * axis, or smaller ones when those would need more than 2 cells per particle
+ * (the dense grid's rule), each a new counting sort. */
+static ns_status build_hashed(state *s, const ns__input *in, int shift, ns_error *err)
+{
+    size_t n = in->n;
+    s->layout = HASHED;
+    for (s->shift = shift;; s->shift--) {
+        size_t per = block_cells(s), keys = 64;
+        while (keys < n / 2)
+            keys *= 2;
+        s->groups = keys / per;
+        if (!ns__u32s_reserve(&s->bucket, keys + 1) ||
+            !ns__u32s_reserve(&s->group_first, s->groups + 1))
+            return ns__fail_oom(err, "grid_sorted's buckets");
+        sort_by_key(s, in, s->bucket.a, keys);
+        count_blocks_of_groups(s, in);
+        size_t blocks =
+            ns__parallel_exclusive_scan_u32(s->group_first.a, s->groups + 1, in->threads);
+        s->cells = blocks * per;
+        if (s->shift > 0 && !cells_allowed((double)s->cells, n))
+            continue;
+        if (!ns__u32s_reserve(&s->start, s->cells + 1))
+            return ns__fail_oom(err, "grid_sorted's cells");
+        lay_out_groups(s, in);
+        s->start.a[s->cells] = (uint32_t)n;
+        return NS_OK;
+    }
 }
 
 static view view_of(const state *s, const ns__input *in)
@@ -314,6 +505,75 @@ static void gather(const state *s, const ns__input *in)
     }
 }
 
+/* Each cell's particles in the caller's order (dense, blocked). */
+static void sort_cells(const state *s, const ns__input *in)
+{
+    const uint32_t *start = s->start.a;
+    uint32_t *order = s->order.a;
+    sorter so = {in, false, 0};
+    long long cells = (long long)s->cells;
+#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 4096)
+    for (long long c = 0; c < cells; c++)
+        if (start[c + 1] - start[c] > 1)
+            sort_group(&so, order + start[c], start[c + 1] - start[c]);
+}
+
+/* Blocked when the grid of 4 x 4 x 4 blocks over the bounding box, with an
+ * empty layer of blocks around it, has at most one block per particle (4
+ * bytes each); the non-empty blocks must then keep the cells' rule. */
+static bool choose_blocked(state *s, const ns__input *in)
+{
+    double blocks = 1.0;
+    for (int k = 0; k < 3; k++) {
+        s->first[k] = block_coord(in->grid.cell_lo[k], 2) - 1;
+        double d = (double)block_coord(in->grid.cell_hi[k], 2) - (double)s->first[k] + 2.0;
+        s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
+        blocks *= d;
+    }
+    return blocks <= (double)in->n + 4096.0;
+}
+
+/* Blocked: the non-empty blocks marked in the grid of blocks and numbered in
+ * its order (x fastest), so that neighbouring blocks lie near each other in
+ * memory, then a counting sort by cell as for the dense grid. *fits false:
+ * the non-empty blocks have more than 2 cells per particle. */
+static ns_status build_blocked(state *s, const ns__input *in, bool *fits, ns_error *err)
+{
+    size_t grid = (size_t)(s->dim[0] * s->dim[1] * s->dim[2]);
+    if (!ns__u32s_reserve(&s->coarse, grid + 1))
+        return ns__fail_oom(err, "grid_sorted's blocks");
+    uint32_t *coarse = s->coarse.a;
+    long long n = (long long)in->n, m = (long long)grid;
+#pragma omp parallel num_threads(in->threads)
+    {
+#pragma omp for schedule(static)
+        for (long long k = 0; k <= m; k++)
+            coarse[k] = 0;
+#pragma omp for schedule(static)
+        for (long long i = 0; i < n; i++) {
+            int64_t c[3], b[3];
+            particle_block(in, 2, (uint32_t)i, c, b);
+            size_t k = coarse_index(s, b);
+            uint32_t marked;
+#pragma omp atomic read
+            marked = coarse[k];
+            if (!marked) {
+#pragma omp atomic write
+                coarse[k] = 1;
+            }
+        }
+    }
+    s->cells = (size_t)64 * ns__parallel_exclusive_scan_u32(coarse, grid + 1, in->threads);
+    *fits = cells_allowed((double)s->cells, in->n);
+    if (!*fits)
+        return NS_OK;
+    if (!ns__u32s_reserve(&s->start, s->cells + 1))
+        return ns__fail_oom(err, "grid_sorted's cells");
+    sort_by_key(s, in, s->start.a, s->cells);
+    sort_cells(s, in);
+    return NS_OK;
+}
+
 static ns_status build(void **p, const ns__input *in, ns_error *err)
 {
     state *s = ns__kernel_state(p, sizeof *s);
@@ -321,36 +581,27 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         return ns__fail_oom(err, "grid_sorted state");
     size_t n = in->n;
     s->n = n;
-    s->dense = choose_dense(s, in);
-    if (!s->dense) {
-        s->table = 64;
-        while (s->table < n / 2)
-            s->table *= 2;
-    }
-    size_t keys = s->dense ? s->cells : s->table;
-    ns__u32s *groups = s->dense ? &s->start : &s->group;
+    s->layout = choose_dense(s, in) ? DENSE : choose_blocked(s, in) ? BLOCKED : HASHED;
+    s->shift = s->layout == DENSE ? 0 : 2;
     if (!ns__u32s_reserve(&s->order, n + SLACK) || !ns__u32s_reserve(&s->key, n) ||
-        !ns__u32s_reserve(groups, keys + 1) ||
-        (!s->dense && !ns__u32s_reserve(&s->bucket_cells, keys + 1)) ||
+        (s->layout == DENSE && !ns__u32s_reserve(&s->start, s->cells + 1)) ||
         !ns__buf_reserve(&s->soa, (in->radius ? 4 : 3) * n + SLACK, sizeof(float)))
         return ns__fail(err, NS_ERR_OUT_OF_MEMORY, NS_NO_PARTICLE,
-                        "out of memory sorting %zu particles into %zu %s", n, keys,
-                        s->dense ? "cells" : "buckets");
-
-    sort_by_key(s, in, groups->a, keys);
-    if (s->dense) {
-        /* each cell's particles in the caller's order */
-        const uint32_t *start = s->start.a;
-        uint32_t *order = s->order.a;
-        sorter so = {in, false};
-        long long cells = (long long)s->cells;
-#pragma omp parallel for num_threads(in->threads) schedule(dynamic, 4096)
-        for (long long c = 0; c < cells; c++)
-            if (start[c + 1] - start[c] > 1)
-                sort_group(&so, order + start[c], start[c + 1] - start[c]);
-    } else if (!find_cells(s, in)) {
-        return ns__fail_oom(err, "grid_sorted's cells");
+                        "out of memory sorting %zu particles", n);
+    ns_status st = NS_OK;
+    if (s->layout == DENSE) {
+        sort_by_key(s, in, s->start.a, s->cells);
+        sort_cells(s, in);
+    } else if (s->layout == BLOCKED) {
+        bool fits = true;
+        st = build_blocked(s, in, &fits, err);
+        if (st == NS_OK && !fits)
+            st = build_hashed(s, in, 1, err);
+    } else {
+        st = build_hashed(s, in, 2, err);
     }
+    if (st != NS_OK)
+        return st;
     s->blocks = (s->cells + BLOCK - 1) / BLOCK;
     if (!ns__buf_reserve(&s->block_total, s->blocks + 1, sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's blocks");
@@ -366,9 +617,13 @@ typedef struct runs {
     uint32_t begin[13], end[13];
 } runs;
 
+/* Adds [begin, end) when not empty, as part of the last run when it
+ * continues it. */
 static inline void add_run(runs *r, uint32_t begin, uint32_t end)
 {
-    if (begin < end) {
+    if (begin < end && r->count > 0 && r->end[r->count - 1] == begin) {
+        r->end[r->count - 1] = end;
+    } else if (begin < end) {
         r->begin[r->count] = begin;
         r->end[r->count] = end;
         r->count++;
@@ -389,40 +644,104 @@ static void dense_runs(const state *s, const view *v, size_t c, runs *r)
     }
 }
 
-/* Sparse: the 13 cells looked up one by one in their buckets. */
-static void sparse_runs(const state *s, const view *v, const ns__grid *g, size_t c, runs *r)
+/* Sparse: the 27 blocks around the current one (by offset, 13 is itself),
+ * each looked up when a cell first needs it. */
+#define BLOCK_UNKNOWN (UINT32_MAX - 1)
+#define BLOCK_ABSENT UINT32_MAX
+typedef struct around {
+    size_t block; /* SIZE_MAX: none yet */
+    int64_t at[3];
+    uint32_t id[27];
+} around;
+
+/* The number of the block at b, or BLOCK_ABSENT: found in its hash group by the
+ * block of each candidate's first particle. */
+static uint32_t find_block(const state *s, const view *v, const ns__grid *g, const int64_t b[3])
 {
-    const uint32_t *first = s->bucket_cells.a, *start = v->start;
-    uint32_t p = start[c];
-    int64_t cc[3];
-    cell_of(g, v->x[p], v->y[p], v->z[p], cc);
-    r->own_end = start[c + 1];
-    r->count = 0;
-    for (int q = 0; q < 13; q++) {
-        /* +x, then the row y+1, then the plane z+1 */
-        int ox = q == 0 ? 1 : q < 4 ? q - 2 : (q - 4) % 3 - 1;
-        int oy = q == 0 ? 0 : q < 4 ? 1 : (q - 4) / 3 - 1;
-        int oz = q < 4 ? 0 : 1;
-        int64_t want[3] = {cc[0] + ox, cc[1] + oy, cc[2] + oz};
-        uint32_t b = block_bucket(want, s->table);
-        for (uint32_t k = first[b]; k < first[b + 1]; k++) {
-            uint32_t at = start[k];
-            int64_t got[3];
-            cell_of(g, v->x[at], v->y[at], v->z[at], got);
-            if (got[0] == want[0] && got[1] == want[1] && got[2] == want[2]) {
-                add_run(r, at, start[k + 1]);
-                break;
-            }
+    if (s->layout == BLOCKED) {
+        /* the grid of blocks has an empty layer around the non-empty ones */
+        const uint32_t *coarse = s->coarse.a;
+        size_t k = coarse_index(s, b);
+        return coarse[k + 1] > coarse[k] ? coarse[k] : BLOCK_ABSENT;
+    }
+    const uint32_t *first = s->group_first.a;
+    uint32_t h = block_group(b, s->groups);
+    for (uint32_t k = first[h]; k < first[h + 1]; k++) {
+        uint32_t p = v->start[(size_t)k << (3 * s->shift)];
+        int64_t c[3], got[3];
+        cell_of(g, v->x[p], v->y[p], v->z[p], c);
+        block_of_cell(c, s->shift, got);
+        if (same_block(got, b))
+            return k;
+    }
+    return BLOCK_ABSENT;
+}
+
+/* The cells x0 .. x1 of the row (y, z), in local coordinates of the
+ * current block that may step one block out, as runs: one for the cells in
+ * each block. The first cell continues the own run when it follows it. */
+static inline void add_row(const state *s, const view *v, const ns__grid *g, around *ar, int x0,
+                           int x1, int y, int z, runs *r)
+{
+    int sh = s->shift, e = 1 << sh;
+    unsigned mask = (unsigned)e - 1u;
+    int by = (y >= e) - (y < 0), bz = (z >= e) - (z < 0);
+    for (int x = x0, to; x <= x1; x = to + 1) {
+        int bx = (x >= e) - (x < 0);
+        to = bx == 0 && x1 >= e ? e - 1 : bx < 0 && x1 >= 0 ? -1 : x1;
+        int k = (bx + 1) + 3 * (by + 1) + 9 * (bz + 1);
+        if (ar->id[k] == BLOCK_UNKNOWN) {
+            int64_t want[3] = {ar->at[0] + bx, ar->at[1] + by, ar->at[2] + bz};
+            ar->id[k] = find_block(s, v, g, want);
         }
+        if (ar->id[k] == BLOCK_ABSENT)
+            continue;
+        size_t first = (size_t)ar->id[k] << (3 * sh) |
+                       (size_t)(((unsigned)x & mask) | ((unsigned)y & mask) << sh |
+                                ((unsigned)z & mask) << (2 * sh));
+        uint32_t begin = v->start[first], end = v->start[first + (size_t)(to - x) + 1];
+        if (begin == r->own_end && r->count == 0)
+            r->own_end = end;
+        else
+            add_run(r, begin, end);
     }
 }
 
-static inline void cell_runs(const state *s, const view *v, const ns__grid *g, size_t c, runs *r)
+/* Sparse: the half stencil (the cell x+1, the row y+1, the plane z+1),
+ * inside the cell's block or in one of the blocks around it. */
+static void sparse_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+                        runs *r)
 {
-    if (s->dense)
+    int sh = s->shift;
+    unsigned mask = (1u << sh) - 1u;
+    size_t block = c >> (3 * sh);
+    unsigned l = (unsigned)c & ((1u << (3 * sh)) - 1u);
+    int x = (int)(l & mask), y = (int)(l >> sh & mask), z = (int)(l >> (2 * sh));
+    if (ar->block != block) {
+        uint32_t p = v->start[c];
+        int64_t cc[3];
+        cell_of(g, v->x[p], v->y[p], v->z[p], cc);
+        block_of_cell(cc, sh, ar->at);
+        ar->block = block;
+        for (int k = 0; k < 27; k++)
+            ar->id[k] = BLOCK_UNKNOWN;
+        ar->id[13] = (uint32_t)block;
+    }
+    r->own_end = v->start[c + 1];
+    r->count = 0;
+    add_row(s, v, g, ar, x + 1, x + 1, y, z, r);
+    add_row(s, v, g, ar, x - 1, x + 1, y + 1, z, r);
+    for (int dy = -1; dy <= 1; dy++)
+        add_row(s, v, g, ar, x - 1, x + 1, y + dy, z + 1, r);
+}
+
+static inline void cell_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+                             runs *r)
+{
+    if (s->layout == DENSE)
         dense_runs(s, v, c, r);
     else
-        sparse_runs(s, v, g, c, r);
+        sparse_runs(s, v, g, c, ar, r);
 }
 
 /* Contacts of sorted particle p with the run [b, e): the vectorised test. */
@@ -859,11 +1178,11 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
  * tested. A count stops early once it is over limit: a crowded cell may hold
  * billions of contacts, and a search that will be refused need not count them
  * all. */
-static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c, scratch *sc,
-                            found *fd, ns_contact **out, size_t *tested, size_t limit)
+static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+                            scratch *sc, found *fd, ns_contact **out, size_t *tested, size_t limit)
 {
     runs r;
-    cell_runs(s, v, g, c, &r);
+    cell_runs(s, v, g, c, ar, &r);
     size_t hits = 0;
     uint32_t first = v->start[c], last = v->start[c + 1];
     if (gather_cell(v, c, &r, sc)) {
@@ -898,22 +1217,23 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
 
 /* Over the blocks [b0, b1) of cells in parallel: pass 1 (items NULL)
  * counts each block's contacts into s->block_total and returns the sum, or
- * some number over limit once it is clear the sum is; pass 2 writes each
- * block's contacts at the offset s->block_total then holds, and returns the
- * pairs tested. */
+ * some number over limit once it is clear the sum is, and the pairs it
+ * tested in *tested; pass 2 writes each block's contacts at the offset
+ * s->block_total then holds. */
 static size_t blocks_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns_contact *items,
-                          size_t limit)
+                          size_t limit, size_t *tested_total)
 {
     view v = view_of(s, in);
     const ns__grid *g = &in->grid;
-    size_t *total = s->block_total.a, cells = s->cells, sum = 0;
+    size_t *total = s->block_total.a, cells = s->cells, sum = 0, pairs = 0;
     long long first = (long long)b0, last = (long long)b1;
     int over = 0; /* set once one thread's count alone is over limit */
-#pragma omp parallel num_threads(in->threads) reduction(+ : sum)
+#pragma omp parallel num_threads(in->threads) reduction(+ : sum, pairs)
     {
         scratch sc;
         found fd;
         fd.count = 0;
+        around ar = {.block = SIZE_MAX};
 #pragma omp for schedule(dynamic, 1)
         for (long long blk = first; blk < last; blk++) {
             int stop;
@@ -926,18 +1246,21 @@ static size_t blocks_pass(state *s, const ns__input *in, size_t b0, size_t b1, n
             ns_contact *out = items ? items + total[blk] : NULL;
             for (size_t c = c0; c < c1 && hits <= limit; c++)
                 if (v.start[c] < v.start[c + 1])
-                    hits += cell_contacts(s, &v, g, c, &sc, &fd, &out, &tested, limit - hits);
+                    hits += cell_contacts(s, &v, g, c, &ar, &sc, &fd, &out, &tested, limit - hits);
             if (items)
                 flush(&fd, &v, out);
             else
                 total[blk] = hits;
-            sum += items ? tested : hits;
+            sum += hits;
+            pairs += tested;
             if (!items && sum > limit) {
 #pragma omp atomic write
                 over = 1;
             }
         }
     }
+    if (tested_total)
+        *tested_total = pairs;
     return sum;
 }
 
@@ -945,16 +1268,19 @@ static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *er
 {
     (void)err;
     state *s = p;
-    *total = blocks_pass(s, in, 0, s->blocks, NULL, SIZE_MAX);
+    *total = blocks_pass(s, in, 0, s->blocks, NULL, SIZE_MAX, NULL);
     return NS_OK;
 }
 
 /* The blocks [b0, b1) counted (at most in->max_contacts, else refused),
- * their counts turned into offsets from b0's first contact. */
+ * their counts turned into offsets from b0's first contact; *tested += the
+ * pairs tested. */
 static ns_status count_blocks(state *s, const ns__input *in, size_t b0, size_t b1, size_t *total,
-                              ns_error *err)
+                              size_t *tested, ns_error *err)
 {
-    *total = blocks_pass(s, in, b0, b1, NULL, in->max_contacts);
+    size_t pairs;
+    *total = blocks_pass(s, in, b0, b1, NULL, in->max_contacts, &pairs);
+    *tested += pairs;
     if (*total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
     size_t *offset = s->block_total.a, at = 0;
@@ -971,12 +1297,13 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     state *s = p;
     size_t total;
-    ns_status st = count_blocks(s, in, 0, s->blocks, &total, err);
+    ns_status st = count_blocks(s, in, 0, s->blocks, &total, candidates, err);
     if (st == NS_OK)
         st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
-    *candidates = blocks_pass(s, in, 0, s->blocks, list->items, SIZE_MAX);
+    if (total > 0)
+        blocks_pass(s, in, 0, s->blocks, list->items, SIZE_MAX, NULL);
     list->count = total;
     return NS_OK;
 }
@@ -1000,14 +1327,14 @@ static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void
         for (b1 = b0; b1 < s->blocks && last - first < batch; b1++)
             last = start[(b1 + 1) * BLOCK < s->cells ? (b1 + 1) * BLOCK : s->cells];
         size_t total;
-        ns_status st = count_blocks(s, in, b0, b1, &total, err);
+        ns_status st = count_blocks(s, in, b0, b1, &total, candidates, err);
         if (st != NS_OK)
             return st;
         if (total == 0)
             continue;
         if (!ns__buf_reserve(&s->batch, total, sizeof(ns_contact)))
             return ns__fail_oom(err, "a batch of the streamed contacts");
-        *candidates += blocks_pass(s, in, b0, b1, s->batch.a, SIZE_MAX);
+        blocks_pass(s, in, b0, b1, s->batch.a, SIZE_MAX, NULL);
         if (!sink(s->batch.a, total, user))
             break;
     }
@@ -1020,11 +1347,11 @@ static void info(const void *p, ns_index_info *info)
     info->bytes += sizeof *s + s->soa.capacity * sizeof(float) +
                    s->block_total.capacity * sizeof(size_t) +
                    s->batch.capacity * sizeof(ns_contact) +
-                   (s->start.capacity + s->order.capacity + s->key.capacity + s->group.capacity +
-                    s->bucket_cells.capacity) *
+                   (s->start.capacity + s->order.capacity + s->key.capacity + s->bucket.capacity +
+                    s->group_first.capacity + s->coarse.capacity) *
                        sizeof(uint32_t);
     info->cells = s->cells;
-    info->table_size = s->dense ? 0 : s->table;
+    info->table_size = s->layout == HASHED ? s->groups : 0;
     for (size_t c = 0; c < s->cells; c++)
         info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
 }

@@ -390,8 +390,9 @@ typedef struct ns_workload {
                           it at more sizes and the quadratic kernels to 100,000, and
                           the figures show the scaling on it; one workload at most */
     bool bulk;         /* particles filling a volume evenly, as most simulations' do
-                          (uniform, polydisperse, settled): nsearch-bench measures the
-                          other libraries on it at every n, on the others to 100,000 */
+                          (uniform, polydisperse, powder, settled): nsearch-bench
+                          measures the other libraries on it at every n, on the
+                          others to 100,000 */
 } ns_workload;
 
 size_t ns_workload_count(void);

@@ -310,6 +310,12 @@ static void t_workload_sanity(int argc, char **argv)
                 CHECK_CMP_D(rmax / rmin, >=, 3.0);
                 CHECK_CMP_D(rmax / rmin, <=, 11.0);
             }
+            if (strcmp(W->name, "powder") == 0 && n >= 1000) {
+                /* "radii over two decades (0.004 to 0.5)" */
+                CHECK_CMP_D(rmin, >=, 0.5 / 256.0);
+                CHECK_CMP_D(rmax, <=, 0.5);
+                CHECK_CMP_D(rmax / rmin, >=, 100.0);
+            }
             if (strcmp(W->name, "sheet") == 0 && n >= 1000) {
                 /* "particles on a thin plane" (possibly tilted): the smallest
                  * principal spread is much smaller than the largest */

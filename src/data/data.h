@@ -16,8 +16,10 @@ ns_status ns__workload_dambreak(size_t n, uint64_t seed, int threads, float *pos
                                 ns_error *err);
 ns_status ns__workload_clusters(size_t n, uint64_t seed, int threads, float *pos, float *radius,
                                 ns_error *err);
-ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float *pos,
-                                    float *radius, ns_error *err);
+ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                                    ns_error *err);
+ns_status ns__workload_powder(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                              ns_error *err);
 ns_status ns__workload_sheet(size_t n, uint64_t seed, int threads, float *pos, float *radius,
                              ns_error *err);
 

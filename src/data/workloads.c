@@ -167,6 +167,23 @@ static void polydisperse(size_t n, uint64_t seed, float *pos, float *radius)
     }
 }
 
+/* Radii over two decades (0.0039 to 0.5), as in a powder: seven classes
+ * halving from 0.5, each as likely, each spread over its factor of 2
+ * (r = 0.5 / 2^k * (1 - u / 2)): the smallest class as numerous as the
+ * largest, in a 2^18th of its volume. The cell is set by the largest radius,
+ * 128 times the smallest. The density gives about 30 contacts per particle:
+ * E[(r_i + r_j)^3] = 8655177 / 234881024 = 0.0368492. */
+static void powder(size_t n, uint64_t seed, float *pos, float *radius)
+{
+    rng g = seeded(seed, "powder");
+    double side = cube_side(n, TARGET_CONTACTS / 0.0368492);
+    for (size_t i = 0; i < n; i++) {
+        double x = side * next_unit(&g), y = side * next_unit(&g), z = side * next_unit(&g);
+        double r = 0.5 / (double)(1u << (next_u64(&g) % 7)) * (1.0 - 0.5 * next_unit(&g));
+        set_particle(pos, radius, i, x, y, z, (float)r);
+    }
+}
+
 /* A thin sheet (thickness 0.1) on a plane tilted 36.87 degrees about the
  * y axis (cos = 0.8, sin = 0.6 exactly): its bounding box is mostly empty
  * along z. */
@@ -219,6 +236,13 @@ ns_status ns__workload_polydisperse(size_t n, uint64_t seed, int threads, float 
 {
     (void)threads;
     return fill(polydisperse, n, seed, pos, radius, err);
+}
+
+ns_status ns__workload_powder(size_t n, uint64_t seed, int threads, float *pos, float *radius,
+                              ns_error *err)
+{
+    (void)threads;
+    return fill(powder, n, seed, pos, radius, err);
 }
 
 ns_status ns__workload_sheet(size_t n, uint64_t seed, int threads, float *pos, float *radius,

@@ -31,7 +31,7 @@ BIN_RECORD_SIZE=24
 
 # Known names; the tool may list more kernels (they are all tested), these must be there.
 KNOWN_KERNELS="naive naive_omp grid_dense hash_serial hash_parallel"
-KNOWN_WORKLOADS="uniform dambreak clusters polydisperse sheet"
+KNOWN_WORKLOADS="uniform dambreak clusters polydisperse powder sheet"
 
 CSV_HEADER='i,j,overlap,nx,ny,nz'
 PRECIOUS='precious: an earlier result that a failed run must not touch'

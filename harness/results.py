@@ -241,6 +241,37 @@ def oneshot_lines(f, markdown):
             "from frame to frame.", table(rows, markdown)]
 
 
+def workload_lines(f, markdown):
+    """Each workload against the headline one for the featured kernels at all
+    threads, at 100,000 particles and at the largest n measured: the time over the headline's at the same n, scaled up by the
+    contact count where the workload has more contacts (t_w / (t_h * max(1,
+    C_w / C_h))): above 1 a contact of that workload costs more than one of
+    the headline's, at 1 or below it costs no more."""
+    run = f.run
+    head, top = run.headline_workload(), run.max_threads()
+    rows = [["kernel", "workload", "n", "median ms", f"{head} ms", "contacts / " + head,
+             f"x {head} per contact"]]
+    for k in run.featured_kernels():
+        for w in (w for w in run.workloads() if w != head):
+            timed = [c for c in run.series(w, k, top) if c.rounds]
+            for c in (c for c in timed if c.n in (100000, max(x.n for x in timed))):
+                h = f.config(k, head, c.n, top)
+                ch, cw = (h.counters.get("contacts") if h else None), c.counters.get("contacts")
+                e, eh = f.est(c), f.est(h)
+                if not (e and eh and ch and cw):
+                    continue
+                scale = max(1.0, cw / ch)
+                rows.append([k, w, c.n, show(e), show(eh), f"{cw / ch:.2f}",
+                             show(stats.derived(lambda x, y: x / (y * scale), e, eh))])
+    if len(rows) == 1:
+        return []
+    return [f"\n{'## ' if markdown else ''}Workloads against {head}\n",
+            f"Each workload's time over {head}'s at the same n and {top} threads, scaled up by "
+            "its contact count where it has more contacts than " + head + " (t_w / (t_" + head
+            + " x max(1, C_w / C_" + head + "))): above 1, that workload's layout or radii cost "
+            "more per contact.", table(rows, markdown)]
+
+
 def provenance(ctx):
     keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "isa_path", "compiler",
             "compile_flags", "build_type", "openmp", "benchmark_version", "kernel_release",
@@ -294,6 +325,7 @@ def summary(f, markdown=False):
                          show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
                          show(f.over(c, floor)), verdict])
         out.append(table(rows, markdown))
+    out += workload_lines(f, markdown)
     out += oneshot_lines(f, markdown)
     out += peer_lines(f, markdown)
     out += witness_lines(run, markdown)

@@ -286,5 +286,64 @@ class OneShot(unittest.TestCase):
                                                markdown=True), [])
 
 
+class WorkloadsAgainstHeadline(unittest.TestCase):
+    """The summary's per-contact comparison of each workload with the headline
+    one: t_w / (t_h * max(1, C_w / C_h)) at 100,000 and the largest n, with the
+    interval from the same bootstrap replicates. grid_sorted's uniform
+    configurations are copied as two workloads: dambreak 1.5 times slower with
+    0.9 times the contacts (scale 1), clusters 3 times slower with 1.2 times
+    the contacts (scale 1.2)."""
+
+    COPIES = {"dambreak": (1.5, 0.9), "clusters": (3.0, 1.2)}
+
+    def setUp(self):
+        with open(helpers.fixture("aa_a.json")) as f:
+            data = json.load(f)
+        keep = [b for b in data["benchmarks"]
+                if not any(b.get("name", "").startswith(f"grid_sorted/{w}/")
+                           for w in self.COPIES)]
+        for w, (slower, more) in self.COPIES.items():
+            for b in data["benchmarks"]:
+                if b.get("name", "").startswith("grid_sorted/uniform/"):
+                    b = dict(b)
+                    for key in ("name", "run_name"):
+                        b[key] = b[key].replace("/uniform/", f"/{w}/")
+                    b["real_time"] *= slower
+                    if "contacts" in b:
+                        b["contacts"] = int(b["contacts"] * more)
+                    keep.append(b)
+        data["benchmarks"] = keep
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(data, f)
+        self.addCleanup(os.remove, f.name)
+        self.path = f.name
+
+    def test_ratio_scaled_by_contacts(self):
+        import results
+        f = results.Figures(self.path)
+        top = f.run.max_threads()
+        text = "\n".join(results.workload_lines(f, markdown=True))
+        self.assertIn("Workloads against uniform", text)
+        for w, (slower, more) in self.COPIES.items():
+            rows = [r.strip("| ").split(" | ") for r in text.splitlines()
+                    if r.startswith(f"| grid_sorted | {w} |")]
+            self.assertEqual(sorted(int(r[2]) for r in rows), [100000])
+            for row in rows:
+                c, h = (f.config("grid_sorted", x, int(row[2]), top) for x in (w, "uniform"))
+                cw, ch = c.counters["contacts"], h.counters["contacts"]
+                scale = max(1.0, cw / ch)
+                ratio = stats.derived(lambda x, y: x / (y * scale), f.est(c), f.est(h))
+                self.assertEqual(row[6], stats.text(ratio))
+                self.assertAlmostEqual(ratio.value, slower / max(1.0, more), delta=1e-6)
+                self.assertEqual(row[5], f"{cw / ch:.2f}")
+
+    def test_no_rows_without_the_headline(self):
+        import results
+        f = results.Figures(self.path)
+        for c in [c for c in f.run.configs.values() if c.workload == "uniform"]:
+            c.rounds = []
+        self.assertEqual(results.workload_lines(f, markdown=False), [])
+
+
 if __name__ == "__main__":
     unittest.main()

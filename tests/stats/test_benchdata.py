@@ -137,14 +137,10 @@ class Tables(unittest.TestCase):
     built-in lists for files written before."""
 
     def load_with(self, kernels, workloads):
-        with open(helpers.fixture("aa_a.json")) as f:
-            data = json.load(f)
+        data = helpers.load_fixture("aa_a.json")
         data["context"]["kernel_table"] = json.dumps(kernels)
         data["context"]["workload_table"] = json.dumps(workloads)
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(data, f)
-        self.addCleanup(os.remove, f.name)
-        return benchdata.load(f.name)
+        return benchdata.load(helpers.temp_fixture(self, data))
 
     def test_table_order_and_reference(self):
         run = self.load_with([{"name": "grid_sorted", "reference": 0},
@@ -169,13 +165,9 @@ class Tables(unittest.TestCase):
 
     def test_malformed_table(self):
         """A table that is not JSON is ignored, like a missing one."""
-        with open(helpers.fixture("aa_a.json")) as f:
-            data = json.load(f)
+        data = helpers.load_fixture("aa_a.json")
         data["context"]["kernel_table"] = "not json"
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(data, f)
-        self.addCleanup(os.remove, f.name)
-        run = benchdata.load(f.name)
+        run = benchdata.load(helpers.temp_fixture(self, data))
         self.assertEqual(run.reference_kernel(), "naive")
 
 
@@ -187,8 +179,7 @@ class Peers(unittest.TestCase):
     skipped = "skipped: VALID, but one search took 20.0 s, over --peer-limit 15 s"
 
     def setUp(self):
-        with open(helpers.fixture("aa_a.json")) as f:
-            data = json.load(f)
+        data = helpers.load_fixture("aa_a.json")
         for b in data["benchmarks"]:  # naive's configurations become a serial peer's
             for key in ("name", "run_name"):
                 if b.get(key, "").startswith("naive/"):
@@ -203,10 +194,7 @@ class Peers(unittest.TestCase):
         data["context"]["peer_table"] = json.dumps(
             [{"name": "libx", "library": "libx 1.0", "tuning": "defaults", "parallel": False}])
         data["context"]["peers_missing"] = "liby (liby-dev)"
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(data, f)
-        self.addCleanup(os.remove, f.name)
-        self.path = f.name
+        self.path = helpers.temp_fixture(self, data)
 
     def test_order_and_features(self):
         run = benchdata.load(self.path)
@@ -246,8 +234,7 @@ class OneShot(unittest.TestCase):
     reused search at the same workload, n and threads."""
 
     def setUp(self):
-        with open(helpers.fixture("aa_a.json")) as f:
-            data = json.load(f)
+        data = helpers.load_fixture("aa_a.json")
         for b in data["benchmarks"]:  # hash_parallel's configurations become oneshot's
             for key in ("name", "run_name"):
                 if b.get(key, "").startswith("hash_parallel/"):
@@ -255,10 +242,7 @@ class OneShot(unittest.TestCase):
         data["context"]["kernel_table"] = json.dumps(
             [{"name": "naive", "reference": 1},
              {"name": "grid_sorted", "parallel": True, "bound": True}])
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(data, f)
-        self.addCleanup(os.remove, f.name)
-        self.path = f.name
+        self.path = helpers.temp_fixture(self, data)
 
     def test_ratio_to_the_reused_search(self):
         import results
@@ -297,8 +281,7 @@ class WorkloadsAgainstHeadline(unittest.TestCase):
     COPIES = {"dambreak": (1.5, 0.9), "clusters": (3.0, 1.2)}
 
     def setUp(self):
-        with open(helpers.fixture("aa_a.json")) as f:
-            data = json.load(f)
+        data = helpers.load_fixture("aa_a.json")
         keep = [b for b in data["benchmarks"]
                 if not any(b.get("name", "").startswith(f"grid_sorted/{w}/")
                            for w in self.COPIES)]
@@ -313,10 +296,7 @@ class WorkloadsAgainstHeadline(unittest.TestCase):
                         b["contacts"] = int(b["contacts"] * more)
                     keep.append(b)
         data["benchmarks"] = keep
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(data, f)
-        self.addCleanup(os.remove, f.name)
-        self.path = f.name
+        self.path = helpers.temp_fixture(self, data)
 
     def test_ratio_scaled_by_contacts(self):
         import results

@@ -476,7 +476,8 @@ def plotdata(all_figures, out):
         one = {c.n: c for c in r.series(hw, kernel, 1)}
         rows = [(c.n, *vlh(f.over(one[c.n], f.est(c))))
                 for c in r.series(hw, kernel, threads) if c.n in one]
-        blocks.append((f"{kernel}, {threads} threads vs 1", rows))
+        if rows:  # not when the run had one thread count only
+            blocks.append((f"{kernel}, {threads} threads vs 1", rows))
     meta["blocks"]["speedup"] = write_blocks(os.path.join(out, "speedup.dat"), blocks)
     meta["threads"] = r.max_threads()
 

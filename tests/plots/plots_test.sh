@@ -47,6 +47,23 @@ PY
     [ ! -e "$scratch/figures/scaling.png" ] || fail "scaling.png drawn without uniform results"
     check_png "$scratch/figures/workloads.png"
     ;;
+one_thread_count)
+    # results at all threads only (e.g. --threads 2): no speed-up to draw, so
+    # that figure is skipped with a message, the others drawn, exit status 0
+    python3 - "$data/a.json" "$scratch/all_threads.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["benchmarks"] = [b for b in d["benchmarks"]
+                   if "/threads:1/" not in b["name"] or b["name"].startswith("naive/")]
+assert any("/threads:2/" in b["name"] for b in d["benchmarks"]), "the fixture has no 2 threads"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    "$root/run_all.sh" --plots "$scratch/all_threads.json" --out "$scratch/figures" \
+        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--plots failed with one thread count"; }
+    grep -q "not drawn.*speedup" "$scratch/out.txt" || fail "no message about the speedup figure"
+    [ ! -e "$scratch/figures/speedup.png" ] || fail "speedup.png drawn without 1-thread results"
+    check_png "$scratch/figures/scaling.png"
+    ;;
 compare)
     # the two fixtures come from different builds: refused, then compared on purpose
     "$root/run_all.sh" --compare "$data/a.json" "$data/b.json" --out "$scratch/refused" \

@@ -13,6 +13,27 @@ fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
 # check_png, check_svg
 source "$root/tests/plots/checks.sh"
 
+# plots_of_part KEEP WHAT: the figures of a.json's benchmarks for which the
+# Python statement KEEP sets keep (from name), into $scratch/figures; run_all.sh
+# must succeed (its output in $scratch/out.txt)
+plots_of_part() {
+    python3 - "$data/a.json" "$scratch/part.json" "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+kept = []
+for b in d["benchmarks"]:
+    name = b["name"]
+    exec(sys.argv[3])
+    if keep:
+        kept.append(b)
+assert kept and len(kept) < len(d["benchmarks"]), "the filter keeps all or nothing"
+d["benchmarks"] = kept
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    "$root/run_all.sh" --plots "$scratch/part.json" --out "$scratch/figures" \
+        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--plots failed $2"; }
+}
+
 case $case in
 figures)
     "$root/run_all.sh" --plots "$data/a.json" "$data/b.json" --out "$scratch/figures"
@@ -34,15 +55,7 @@ single)
 no_uniform)
     # results without uniform (e.g. --workloads settled): the figures that need
     # it are skipped with a message, the others drawn, and the exit status is 0
-    python3 - "$data/a.json" "$scratch/no_uniform.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["benchmarks"] = [b for b in d["benchmarks"] if "/uniform/" not in b["name"]]
-assert d["benchmarks"], "the fixture has only uniform"
-json.dump(d, open(sys.argv[2], "w"))
-PY
-    "$root/run_all.sh" --plots "$scratch/no_uniform.json" --out "$scratch/figures" \
-        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--plots failed without uniform"; }
+    plots_of_part 'keep = "/uniform/" not in name' "without uniform"
     grep -q "not drawn.*scaling" "$scratch/out.txt" || fail "no message about the figures not drawn"
     [ ! -e "$scratch/figures/scaling.png" ] || fail "scaling.png drawn without uniform results"
     check_png "$scratch/figures/workloads.png"
@@ -50,16 +63,8 @@ PY
 one_thread_count)
     # results at all threads only (e.g. --threads 2): no speed-up to draw, so
     # that figure is skipped with a message, the others drawn, exit status 0
-    python3 - "$data/a.json" "$scratch/all_threads.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["benchmarks"] = [b for b in d["benchmarks"]
-                   if "/threads:1/" not in b["name"] or b["name"].startswith("naive/")]
-assert any("/threads:2/" in b["name"] for b in d["benchmarks"]), "the fixture has no 2 threads"
-json.dump(d, open(sys.argv[2], "w"))
-PY
-    "$root/run_all.sh" --plots "$scratch/all_threads.json" --out "$scratch/figures" \
-        >"$scratch/out.txt" 2>&1 || { cat "$scratch/out.txt"; fail "--plots failed with one thread count"; }
+    plots_of_part 'keep = "/threads:1/" not in name or name.startswith("naive/")' \
+        "with one thread count"
     grep -q "not drawn.*speedup" "$scratch/out.txt" || fail "no message about the speedup figure"
     [ ! -e "$scratch/figures/speedup.png" ] || fail "speedup.png drawn without 1-thread results"
     check_png "$scratch/figures/scaling.png"

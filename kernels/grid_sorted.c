@@ -47,7 +47,7 @@
 #endif
 
 enum {
-    BLOCK = 64, /* cells per unit of parallel work */
+    UNIT = 64,  /* cells per unit of parallel work */
     CHUNK = 32, /* candidates tested together before their contacts are written */
     SMALL = 24, /* groups up to this size are sorted by insertion */
     COPY = 16,  /* elements per move when gathering candidates (see copy_floats) */
@@ -69,13 +69,13 @@ typedef struct state {
                            * non-empty one */
     ns__u32s start;       /* cells + 1: the first sorted particle of each cell */
     ns__u32s order;       /* n: the caller's index of each sorted particle */
-    ns__u32s key;         /* n: the cell (dense) or bucket (sparse) of each particle */
-    ns__u32s bucket;      /* sparse: groups x cells per block + 1: the counting sort's */
-    ns__u32s group_first; /* sparse: groups + 1: the first block of each group */
+    ns__u32s key;         /* n: the key of each particle in the counting sort (then spare) */
+    ns__u32s bucket;      /* hashed: groups x cells per block + 1: the counting sort's */
+    ns__u32s group_first; /* hashed: groups + 1: the first block of each group */
     ns__buf soa;          /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
-    ns__buf block_total;  /* size_t: blocks + 1 contact counts, then offsets */
+    ns__buf unit_total;   /* size_t: blocks + 1 contact counts, then offsets */
     ns__buf batch;        /* ns_contact: one batch of a streaming query */
-    size_t blocks;
+    size_t units;         /* of UNIT cells: the parallel work */
     size_t n;
 } state;
 
@@ -96,7 +96,7 @@ static void destroy(void *p)
     ns__u32s_free(&s->group_first);
     ns__u32s_free(&s->coarse);
     ns__buf_free(&s->soa);
-    ns__buf_free(&s->block_total);
+    ns__buf_free(&s->unit_total);
     ns__buf_free(&s->batch);
     ns__free(s);
 }
@@ -203,7 +203,7 @@ static void sort_group(const sorter *so, uint32_t *a, size_t len)
     }
 }
 
-/* Sparse: a block is 2^shift cells along each axis, numbered x fastest
+/* Blocked and hashed: a block is 2^shift cells along each axis, numbered x fastest
  * inside it (its local cell); blocks are hashed into groups. */
 static inline size_t block_cells(const state *s)
 {
@@ -338,7 +338,7 @@ static void find_group_blocks(const ns__input *in, int shift, const uint32_t *a,
     }
 }
 
-/* Sparse, pass 1: the number of blocks of each group into first[g]. A group
+/* Hashed, pass 1: the number of blocks of each group into first[g]. A group
  * of more than FEW blocks is sorted into its final order here (by block,
  * cell and index) and its blocks counted along it. */
 static void count_blocks_of_groups(state *s, const ns__input *in)
@@ -370,7 +370,7 @@ static void count_blocks_of_groups(state *s, const ns__input *in)
     first[groups] = 0;
 }
 
-/* Sparse, pass 2: each group's particles in their final order (by block,
+/* Hashed, pass 2: each group's particles in their final order (by block,
  * then cell, then index) and the start of each of its blocks' cells. The
  * counting sort has put a group's particles in order of their local cell;
  * a group of a few blocks is redistributed by (block, cell) through key[]
@@ -602,8 +602,8 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     }
     if (st != NS_OK)
         return st;
-    s->blocks = (s->cells + BLOCK - 1) / BLOCK;
-    if (!ns__buf_reserve(&s->block_total, s->blocks + 1, sizeof(size_t)))
+    s->units = (s->cells + UNIT - 1) / UNIT;
+    if (!ns__buf_reserve(&s->unit_total, s->units + 1, sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's blocks");
     gather(s, in);
     return NS_OK;
@@ -644,7 +644,7 @@ static void dense_runs(const state *s, const view *v, size_t c, runs *r)
     }
 }
 
-/* Sparse: the 27 blocks around the current one (by offset, 13 is itself),
+/* Blocked and hashed: the 27 blocks around the current one (by offset, 13 is itself),
  * each looked up when a cell first needs it. */
 #define BLOCK_UNKNOWN (UINT32_MAX - 1)
 #define BLOCK_ABSENT UINT32_MAX
@@ -707,10 +707,10 @@ static inline void add_row(const state *s, const view *v, const ns__grid *g, aro
     }
 }
 
-/* Sparse: the half stencil (the cell x+1, the row y+1, the plane z+1),
+/* Blocked and hashed: the half stencil (the cell x+1, the row y+1, the plane z+1),
  * inside the cell's block or in one of the blocks around it. */
-static void sparse_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
-                        runs *r)
+static void block_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+                       runs *r)
 {
     int sh = s->shift;
     unsigned mask = (1u << sh) - 1u;
@@ -741,7 +741,7 @@ static inline void cell_runs(const state *s, const view *v, const ns__grid *g, s
     if (s->layout == DENSE)
         dense_runs(s, v, c, r);
     else
-        sparse_runs(s, v, g, c, ar, r);
+        block_runs(s, v, g, c, ar, r);
 }
 
 /* Contacts of sorted particle p with the run [b, e): the vectorised test. */
@@ -1215,17 +1215,17 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
     return hits;
 }
 
-/* Over the blocks [b0, b1) of cells in parallel: pass 1 (items NULL)
- * counts each block's contacts into s->block_total and returns the sum, or
+/* Over the units [u0, u1) of UNIT cells in parallel: pass 1 (items NULL)
+ * counts each unit's contacts into s->unit_total and returns the sum, or
  * some number over limit once it is clear the sum is, and the pairs it
- * tested in *tested; pass 2 writes each block's contacts at the offset
- * s->block_total then holds. */
-static size_t blocks_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns_contact *items,
-                          size_t limit, size_t *tested_total)
+ * tested in *tested; pass 2 writes each unit's contacts at the offset
+ * s->unit_total then holds. */
+static size_t units_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns_contact *items,
+                         size_t limit, size_t *tested_total)
 {
     view v = view_of(s, in);
     const ns__grid *g = &in->grid;
-    size_t *total = s->block_total.a, cells = s->cells, sum = 0, pairs = 0;
+    size_t *total = s->unit_total.a, cells = s->cells, sum = 0, pairs = 0;
     long long first = (long long)b0, last = (long long)b1;
     int over = 0; /* set once one thread's count alone is over limit */
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum, pairs)
@@ -1235,22 +1235,22 @@ static size_t blocks_pass(state *s, const ns__input *in, size_t b0, size_t b1, n
         fd.count = 0;
         around ar = {.block = SIZE_MAX};
 #pragma omp for schedule(dynamic, 1)
-        for (long long blk = first; blk < last; blk++) {
+        for (long long u = first; u < last; u++) {
             int stop;
 #pragma omp atomic read
             stop = over;
             if (stop)
                 continue;
-            size_t c0 = (size_t)blk * BLOCK, c1 = c0 + BLOCK < cells ? c0 + BLOCK : cells;
+            size_t c0 = (size_t)u * UNIT, c1 = c0 + UNIT < cells ? c0 + UNIT : cells;
             size_t hits = 0, tested = 0;
-            ns_contact *out = items ? items + total[blk] : NULL;
+            ns_contact *out = items ? items + total[u] : NULL;
             for (size_t c = c0; c < c1 && hits <= limit; c++)
                 if (v.start[c] < v.start[c + 1])
                     hits += cell_contacts(s, &v, g, c, &ar, &sc, &fd, &out, &tested, limit - hits);
             if (items)
                 flush(&fd, &v, out);
             else
-                total[blk] = hits;
+                total[u] = hits;
             sum += hits;
             pairs += tested;
             if (!items && sum > limit) {
@@ -1268,22 +1268,22 @@ static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *er
 {
     (void)err;
     state *s = p;
-    *total = blocks_pass(s, in, 0, s->blocks, NULL, SIZE_MAX, NULL);
+    *total = units_pass(s, in, 0, s->units, NULL, SIZE_MAX, NULL);
     return NS_OK;
 }
 
-/* The blocks [b0, b1) counted (at most in->max_contacts, else refused),
+/* The units [b0, b1) counted (at most in->max_contacts, else refused),
  * their counts turned into offsets from b0's first contact; *tested += the
  * pairs tested. */
-static ns_status count_blocks(state *s, const ns__input *in, size_t b0, size_t b1, size_t *total,
-                              size_t *tested, ns_error *err)
+static ns_status count_units(state *s, const ns__input *in, size_t b0, size_t b1, size_t *total,
+                             size_t *tested, ns_error *err)
 {
     size_t pairs;
-    *total = blocks_pass(s, in, b0, b1, NULL, in->max_contacts, &pairs);
+    *total = units_pass(s, in, b0, b1, NULL, in->max_contacts, &pairs);
     *tested += pairs;
     if (*total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
-    size_t *offset = s->block_total.a, at = 0;
+    size_t *offset = s->unit_total.a, at = 0;
     for (size_t b = b0; b < b1; b++) {
         size_t k = offset[b];
         offset[b] = at;
@@ -1297,21 +1297,21 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     state *s = p;
     size_t total;
-    ns_status st = count_blocks(s, in, 0, s->blocks, &total, candidates, err);
+    ns_status st = count_units(s, in, 0, s->units, &total, candidates, err);
     if (st == NS_OK)
         st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
     if (total > 0)
-        blocks_pass(s, in, 0, s->blocks, list->items, SIZE_MAX, NULL);
+        units_pass(s, in, 0, s->units, list->items, SIZE_MAX, NULL);
     list->count = total;
     return NS_OK;
 }
 
-/* The query in batches of blocks, each of at least an eighth of the
+/* The query in batches of units, each of at least an eighth of the
  * particles, clamped to [STREAM_MIN, STREAM_MAX] (so small sets stream in
  * several batches too, and large ones in bounded memory): counted, written
- * into s->batch, handed to sink, in block order, so the contacts and their
+ * into s->batch, handed to sink, in unit order, so the contacts and their
  * order are the query's. */
 enum { STREAM_MIN = 1 << 10, STREAM_MAX = 1 << 16 };
 static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void *user,
@@ -1322,19 +1322,19 @@ static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void
     size_t batch = in->n / 8 < STREAM_MIN   ? STREAM_MIN
                    : in->n / 8 > STREAM_MAX ? STREAM_MAX
                                             : in->n / 8;
-    for (size_t b0 = 0, b1; b0 < s->blocks; b0 = b1) {
-        size_t first = start[b0 * BLOCK], last = first;
-        for (b1 = b0; b1 < s->blocks && last - first < batch; b1++)
-            last = start[(b1 + 1) * BLOCK < s->cells ? (b1 + 1) * BLOCK : s->cells];
+    for (size_t b0 = 0, b1; b0 < s->units; b0 = b1) {
+        size_t first = start[b0 * UNIT], last = first;
+        for (b1 = b0; b1 < s->units && last - first < batch; b1++)
+            last = start[(b1 + 1) * UNIT < s->cells ? (b1 + 1) * UNIT : s->cells];
         size_t total;
-        ns_status st = count_blocks(s, in, b0, b1, &total, candidates, err);
+        ns_status st = count_units(s, in, b0, b1, &total, candidates, err);
         if (st != NS_OK)
             return st;
         if (total == 0)
             continue;
         if (!ns__buf_reserve(&s->batch, total, sizeof(ns_contact)))
             return ns__fail_oom(err, "a batch of the streamed contacts");
-        blocks_pass(s, in, b0, b1, s->batch.a, SIZE_MAX, NULL);
+        units_pass(s, in, b0, b1, s->batch.a, SIZE_MAX, NULL);
         if (!sink(s->batch.a, total, user))
             break;
     }
@@ -1345,7 +1345,7 @@ static void info(const void *p, ns_index_info *info)
 {
     const state *s = p;
     info->bytes += sizeof *s + s->soa.capacity * sizeof(float) +
-                   s->block_total.capacity * sizeof(size_t) +
+                   s->unit_total.capacity * sizeof(size_t) +
                    s->batch.capacity * sizeof(ns_contact) +
                    (s->start.capacity + s->order.capacity + s->key.capacity + s->bucket.capacity +
                     s->group_first.capacity + s->coarse.capacity) *

@@ -56,6 +56,7 @@ typedef struct pairs_times {
     double read, build, query, sort, write;
     size_t index_bytes;
     int threads;
+    const char *layout; /* NULL: the kernel has one */
 } pairs_times;
 
 /* Where a streamed query's blocks go: written as they come; the first
@@ -132,7 +133,7 @@ static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cf
         ns_index_get_info(index, &info);
         if (t)
             t->build = t1 - t0, t->query = t2 - t1, t->index_bytes = info.bytes,
-            t->threads = info.threads;
+            t->threads = info.threads, t->layout = info.layout;
         ns_index_destroy(index);
         return 0;
     }
@@ -294,9 +295,11 @@ static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const 
             "sort ms            %.3f\n"
             "write ms           %.3f\n"
             "index bytes        %zu\n"
+            "index layout       %s\n"
             "kernel             %s (%d threads)\n",
             n, contacts, n ? 2.0 * (double)contacts / (double)n : 0.0, t->read, t->build, t->query,
-            t->sort, t->write, t->index_bytes, su->kernel->name, t->threads);
+            t->sort, t->write, t->index_bytes, t->layout ? t->layout : "-", su->kernel->name,
+            t->threads);
 }
 
 /* Reads the particles into file; 0 or the exit status. */

@@ -324,9 +324,12 @@ typedef struct ns_index_info {
     size_t table_size;       /* buckets used (config.table_size clamped), for hash kernels */
     size_t nonempty_buckets; /* buckets (or grid cells) holding particles */
     size_t cells;            /* grid cells, for grid kernels; else 0 */
-    double cell_size;  /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
-    size_t candidates; /* pairs the last query tested by distance (its work) */
-    int threads;       /* the threads the last build and query ran on (0 before a build) */
+    double cell_size;   /* the cell edge: 2 * largest radius, widened by 2^-20; 0 when no cells */
+    size_t candidates;  /* pairs the last query tested by distance (its work) */
+    int threads;        /* the threads the last build and query ran on (0 before a build) */
+    const char *layout; /* how the last build numbered its cells, for a kernel that chooses
+                           per build (grid_sorted: "dense", "blocked" or "hashed"); else
+                           NULL */
 } ns_index_info;
 /* index NULL: info zeroed; info NULL: nothing. */
 void ns_index_get_info(const ns_index *index, ns_index_info *info);

@@ -1351,6 +1351,9 @@ static void info(const void *p, ns_index_info *info)
                     s->group_first.capacity + s->coarse.capacity) *
                        sizeof(uint32_t);
     info->cells = s->cells;
+    static const char *const names[] = {
+        [DENSE] = "dense", [BLOCKED] = "blocked", [HASHED] = "hashed"};
+    info->layout = names[s->layout];
     info->table_size = s->layout == HASHED ? s->groups : 0;
     for (size_t c = 0; c < s->cells; c++)
         info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];

@@ -1144,6 +1144,70 @@ static void thread_order_ctests(void)
     }
 }
 
+/* grid_sorted chooses how to number its cells per build (ns_index_info's
+ * layout): each set here is made to take one, and its contacts must be
+ * naive's exactly (r = 0.5: cells of edge 1). */
+static void t_grid_sorted_layouts(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tested = tl_kernel("grid_sorted");
+    uint64_t rng = 4242;
+    tl_set s[4];
+    for (int k = 0; k < 4; k++)
+        tl_set_init(&s[k], 0);
+    /* a cube of 3,000: at most 2 cells per particle */
+    add_cloud(&s[0], 3000, 0, 0, 0, 0.0f, 12.0f, 0.5f, 0.5f, &rng);
+    /* two cubes of 20 cells, 10,000 particles each, 80 apart: 48,000 cells
+     * (more than 2n + 4,096), 2,112 blocks of 4 x 4 x 4 in the box (at most
+     * n + 4,096), about 250 of them non-empty */
+    add_cloud(&s[1], 10000, 0, 0, 0, 0.0f, 20.0f, 0.5f, 0.5f, &rng);
+    add_cloud(&s[1], 10000, 100, 0, 0, 0.0f, 20.0f, 0.5f, 0.5f, &rng);
+    /* two clouds 1e6 apart: far too many blocks in the box */
+    add_cloud(&s[2], 1500, -5e5, 0, 0, 0.0f, 6.0f, 0.5f, 0.5f, &rng);
+    add_cloud(&s[2], 1500, 5e5, 3, 0, 0.0f, 6.0f, 0.5f, 0.5f, &rng);
+    /* 1,000 touching pairs and 1,000 lone particles spread over 1e5 per
+     * axis: 2,000 places, too many for blocks of 2 x 2 x 2 (16,000 cells):
+     * single cells, hashed */
+    for (int k = 0; k < 2000; k++) {
+        double c[3];
+        for (int a = 0; a < 3; a++)
+            c[a] = (double)tl_rng_float(&rng, -5e4f, 5e4f);
+        add_cloud(&s[3], k < 1000 ? 2 : 1, c[0], c[1], c[2], 0.0f, 0.5f, 0.5f, 0.5f, &rng);
+    }
+    const char *want[4] = {"dense", "blocked", "hashed", "hashed"};
+    const char *what[4] = {"a cube of 3,000 (dense)", "two cubes 80 cells apart (blocked)",
+                           "two clouds 1e6 apart (hashed blocks)",
+                           "3,000 particles over 1e5 cells (hashed cells)"};
+    for (int k = 0; k < 4; k++) {
+        ns_particles p = tl_particles(&s[k]);
+        ns_config cfg = ns_config_default();
+        cfg.threads = 2;
+        cfg.exact_threads = true;
+        ns_index *index = NULL;
+        ns_error err;
+        check_set_context("%s", what[k]);
+        REQUIRE(ns_index_create(tested, &cfg, &index, &err) == NS_OK);
+        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+        ns_index_info info;
+        ns_index_get_info(index, &info);
+        CHECK_MSG(info.layout && strcmp(info.layout, want[k]) == 0, "%s: layout %s, not %s",
+                  what[k], info.layout ? info.layout : "NULL", want[k]);
+        ns_index_destroy(index);
+        expect_exact_set(what[k], &s[k], 0);
+        tl_set_free(&s[k]);
+    }
+    /* a kernel that has one way only says none */
+    ns_index *index = NULL;
+    ns_particles p = {.n = 0};
+    REQUIRE(ns_index_create(tl_kernel("hash_parallel"), NULL, &index, NULL) == NS_OK);
+    CHECK_STATUS(ns_index_build(index, &p, NULL), NS_OK, NULL);
+    ns_index_info info;
+    ns_index_get_info(index, &info);
+    CHECK(info.layout == NULL);
+    ns_index_destroy(index);
+}
+
 static const tl_case cases[] = {
     {"thread_order", .run_args = t_thread_order, .ctests = thread_order_ctests},
     {"far_particles", .run_args = t_far_particles, .each_kernel = true},
@@ -1157,6 +1221,8 @@ static const tl_case cases[] = {
     /* the counting API's cases are unit tests of the index */
     {"count_workloads", .run_args = t_count_workloads, .ctest_name = "unit/index_count_workloads",
      .label = "unit"},
+    {"grid_sorted_layouts", .run_args = t_grid_sorted_layouts,
+     .ctest_name = "unit/grid_sorted_layouts", .label = "unit"},
     {"count_errors", .run_args = t_count_errors, .ctest_name = "unit/index_count_errors",
      .label = "unit"},
     {"count_trivial", .run_args = t_count_trivial, .ctest_name = "unit/index_count_trivial",

@@ -507,6 +507,14 @@ case_stats() {
     [ -s "$K/st_file.out" ] && fail "--stats --output: stdout not empty"
     [ -s "$K/st_file.err" ] || fail "--stats --output: nothing on stderr"
     same "$K/ref.out" c.csv "--stats --output"
+    # grid_sorted names the layout it chose: dense for a uniform cube, blocked
+    # for clusters (100,000 particles: the coarse grid of blocks fits)
+    run st_gs pairs --kernel grid_sorted --input p.csv --stats
+    grep -Eq '^index layout +dense$' "$K/st_gs.err" || fail "grid_sorted --stats: no 'index layout dense'"
+    grep -Eq '^index layout +-$' "$K/st_naive.err" || fail "naive --stats: a layout other than '-'"
+    gen clusters 100000 1 d.csv
+    run st_dam pairs --kernel grid_sorted --input d.csv --stats --output /dev/null
+    grep -Eq '^index layout +blocked$' "$K/st_dam.err" || fail "grid_sorted --stats on clusters: not blocked"
 }
 
 # ------------------------------------------------------------------- binary

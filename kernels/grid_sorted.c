@@ -11,7 +11,7 @@
  *  - blocked (dambreak's empty air, clusters, a sheet): only the blocks of
  *    4 x 4 x 4 cells that hold particles, each laid out like a small dense
  *    grid (x fastest), numbered in the order of a coarse grid of blocks over
- *    the bounding box (one number per block, at most one block per
+ *    the bounding box (one number per block, at most 1.5 blocks per
  *    particle), so neighbouring blocks lie near each other in memory; when
  *    the non-empty blocks have at most 2 cells per particle;
  *  - hashed (particles far apart): the same blocks, or blocks of 2 x 2 x 2
@@ -519,8 +519,9 @@ static void sort_cells(const state *s, const ns__input *in)
 }
 
 /* Blocked when the grid of 4 x 4 x 4 blocks over the bounding box, with an
- * empty layer of blocks around it, has at most one block per particle (4
- * bytes each); the non-empty blocks must then keep the cells' rule. */
+ * empty layer of blocks around it, has at most 1.5 blocks per particle (4
+ * bytes each: with the rest, at most 40 bytes per particle); the non-empty
+ * blocks must then keep the cells' rule. */
 static bool choose_blocked(state *s, const ns__input *in)
 {
     double blocks = 1.0;
@@ -530,7 +531,7 @@ static bool choose_blocked(state *s, const ns__input *in)
         s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
         blocks *= d;
     }
-    return blocks <= (double)in->n + 4096.0;
+    return blocks <= 1.5 * (double)in->n + 4096.0;
 }
 
 /* Blocked: the non-empty blocks marked in the grid of blocks and numbered in

@@ -47,10 +47,11 @@
 #endif
 
 enum {
-    UNIT = 64,  /* cells per unit of parallel work */
-    CHUNK = 32, /* candidates tested together before their contacts are written */
-    SMALL = 24, /* groups up to this size are sorted by insertion */
-    COPY = 16,  /* elements per move when gathering candidates (see copy_floats) */
+    UNIT = 64,       /* cells per unit of parallel work */
+    BLOCK_SHIFT = 2, /* a block of the blocked and hashed layouts: 2^2 = 4 cells per axis */
+    CHUNK = 32,      /* candidates tested together before their contacts are written */
+    SMALL = 24,      /* groups up to this size are sorted by insertion */
+    COPY = 16,       /* elements per move when gathering candidates (see copy_floats) */
     SLACK = COPY,
 };
 
@@ -73,7 +74,7 @@ typedef struct state {
     ns__u32s bucket;      /* hashed: groups x cells per block + 1: the counting sort's */
     ns__u32s group_first; /* hashed: groups + 1: the first block of each group */
     ns__buf soa;          /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
-    ns__buf unit_total;   /* size_t: blocks + 1 contact counts, then offsets */
+    ns__buf unit_total;   /* size_t: units + 1 contact counts, then offsets */
     ns__buf batch;        /* ns_contact: one batch of a streaming query */
     size_t units;         /* of UNIT cells: the parallel work */
     size_t n;
@@ -398,7 +399,7 @@ static void lay_out_groups(state *s, const ns__input *in)
             memcpy(cell, bucket + (size_t)g * per, per * sizeof *cell);
         } else if (gb.count <= FEW) {
             /* counts per (block, cell), scanned into starts, then a scatter */
-            uint32_t at[FEW * 64 + 1] = {0};
+            uint32_t at[(FEW << (3 * BLOCK_SHIFT)) + 1] = {0};
             for (int pass = 0; pass < 2; pass++) {
                 for (uint32_t k = begin; k < end; k++) {
                     int64_t c[3], b[3];
@@ -526,8 +527,9 @@ static bool choose_blocked(state *s, const ns__input *in)
 {
     double blocks = 1.0;
     for (int k = 0; k < 3; k++) {
-        s->first[k] = block_coord(in->grid.cell_lo[k], 2) - 1;
-        double d = (double)block_coord(in->grid.cell_hi[k], 2) - (double)s->first[k] + 2.0;
+        s->first[k] = block_coord(in->grid.cell_lo[k], BLOCK_SHIFT) - 1;
+        double d =
+            (double)block_coord(in->grid.cell_hi[k], BLOCK_SHIFT) - (double)s->first[k] + 2.0;
         s->dim[k] = d < 0x1p40 ? (int64_t)d : 0;
         blocks *= d;
     }
@@ -553,7 +555,7 @@ static ns_status build_blocked(state *s, const ns__input *in, bool *fits, ns_err
 #pragma omp for schedule(static)
         for (long long i = 0; i < n; i++) {
             int64_t c[3], b[3];
-            particle_block(in, 2, (uint32_t)i, c, b);
+            particle_block(in, s->shift, (uint32_t)i, c, b);
             size_t k = coarse_index(s, b);
             uint32_t marked;
 #pragma omp atomic read
@@ -564,7 +566,7 @@ static ns_status build_blocked(state *s, const ns__input *in, bool *fits, ns_err
             }
         }
     }
-    s->cells = (size_t)64 * ns__parallel_exclusive_scan_u32(coarse, grid + 1, in->threads);
+    s->cells = block_cells(s) * ns__parallel_exclusive_scan_u32(coarse, grid + 1, in->threads);
     *fits = cells_allowed((double)s->cells, in->n);
     if (!*fits)
         return NS_OK;
@@ -583,7 +585,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     size_t n = in->n;
     s->n = n;
     s->layout = choose_dense(s, in) ? DENSE : choose_blocked(s, in) ? BLOCKED : HASHED;
-    s->shift = s->layout == DENSE ? 0 : 2;
+    s->shift = s->layout == DENSE ? 0 : BLOCK_SHIFT;
     if (!ns__u32s_reserve(&s->order, n + SLACK) || !ns__u32s_reserve(&s->key, n) ||
         (s->layout == DENSE && !ns__u32s_reserve(&s->start, s->cells + 1)) ||
         !ns__buf_reserve(&s->soa, (in->radius ? 4 : 3) * n + SLACK, sizeof(float)))
@@ -597,15 +599,15 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         bool fits = true;
         st = build_blocked(s, in, &fits, err);
         if (st == NS_OK && !fits)
-            st = build_hashed(s, in, 1, err);
+            st = build_hashed(s, in, BLOCK_SHIFT - 1, err);
     } else {
-        st = build_hashed(s, in, 2, err);
+        st = build_hashed(s, in, BLOCK_SHIFT, err);
     }
     if (st != NS_OK)
         return st;
     s->units = (s->cells + UNIT - 1) / UNIT;
     if (!ns__buf_reserve(&s->unit_total, s->units + 1, sizeof(size_t)))
-        return ns__fail_oom(err, "grid_sorted's blocks");
+        return ns__fail_oom(err, "grid_sorted's units");
     gather(s, in);
     return NS_OK;
 }
@@ -685,7 +687,6 @@ static inline void add_row(const state *s, const view *v, const ns__grid *g, aro
                            int x1, int y, int z, runs *r)
 {
     int sh = s->shift, e = 1 << sh;
-    unsigned mask = (unsigned)e - 1u;
     int by = (y >= e) - (y < 0), bz = (z >= e) - (z < 0);
     for (int x = x0, to; x <= x1; x = to + 1) {
         int bx = (x >= e) - (x < 0);
@@ -697,9 +698,8 @@ static inline void add_row(const state *s, const view *v, const ns__grid *g, aro
         }
         if (ar->id[k] == BLOCK_ABSENT)
             continue;
-        size_t first = (size_t)ar->id[k] << (3 * sh) |
-                       (size_t)(((unsigned)x & mask) | ((unsigned)y & mask) << sh |
-                                ((unsigned)z & mask) << (2 * sh));
+        const int64_t cell[3] = {x, y, z}; /* its local cell, wrapped into that block */
+        size_t first = (size_t)ar->id[k] << (3 * sh) | local_cell(cell, sh);
         uint32_t begin = v->start[first], end = v->start[first + (size_t)(to - x) + 1];
         if (begin == r->own_end && r->count == 0)
             r->own_end = end;
@@ -1221,13 +1221,13 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
  * some number over limit once it is clear the sum is, and the pairs it
  * tested in *tested; pass 2 writes each unit's contacts at the offset
  * s->unit_total then holds. */
-static size_t units_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns_contact *items,
-                         size_t limit, size_t *tested_total)
+static size_t units_pass(state *s, const ns__input *in, size_t u0, size_t u1, ns_contact *items,
+                         size_t limit, size_t *tested)
 {
     view v = view_of(s, in);
     const ns__grid *g = &in->grid;
     size_t *total = s->unit_total.a, cells = s->cells, sum = 0, pairs = 0;
-    long long first = (long long)b0, last = (long long)b1;
+    long long first = (long long)u0, last = (long long)u1;
     int over = 0; /* set once one thread's count alone is over limit */
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum, pairs)
     {
@@ -1243,25 +1243,26 @@ static size_t units_pass(state *s, const ns__input *in, size_t b0, size_t b1, ns
             if (stop)
                 continue;
             size_t c0 = (size_t)u * UNIT, c1 = c0 + UNIT < cells ? c0 + UNIT : cells;
-            size_t hits = 0, tested = 0;
+            size_t hits = 0, unit_tested = 0;
             ns_contact *out = items ? items + total[u] : NULL;
             for (size_t c = c0; c < c1 && hits <= limit; c++)
                 if (v.start[c] < v.start[c + 1])
-                    hits += cell_contacts(s, &v, g, c, &ar, &sc, &fd, &out, &tested, limit - hits);
+                    hits +=
+                        cell_contacts(s, &v, g, c, &ar, &sc, &fd, &out, &unit_tested, limit - hits);
             if (items)
                 flush(&fd, &v, out);
             else
                 total[u] = hits;
             sum += hits;
-            pairs += tested;
+            pairs += unit_tested;
             if (!items && sum > limit) {
 #pragma omp atomic write
                 over = 1;
             }
         }
     }
-    if (tested_total)
-        *tested_total = pairs;
+    if (tested)
+        *tested = pairs;
     return sum;
 }
 
@@ -1273,21 +1274,21 @@ static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *er
     return NS_OK;
 }
 
-/* The units [b0, b1) counted (at most in->max_contacts, else refused),
- * their counts turned into offsets from b0's first contact; *tested += the
+/* The units [u0, u1) counted (at most in->max_contacts, else refused),
+ * their counts turned into offsets from u0's first contact; *tested += the
  * pairs tested. */
-static ns_status count_units(state *s, const ns__input *in, size_t b0, size_t b1, size_t *total,
+static ns_status count_units(state *s, const ns__input *in, size_t u0, size_t u1, size_t *total,
                              size_t *tested, ns_error *err)
 {
     size_t pairs;
-    *total = units_pass(s, in, b0, b1, NULL, in->max_contacts, &pairs);
+    *total = units_pass(s, in, u0, u1, NULL, in->max_contacts, &pairs);
     *tested += pairs;
     if (*total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
     size_t *offset = s->unit_total.a, at = 0;
-    for (size_t b = b0; b < b1; b++) {
-        size_t k = offset[b];
-        offset[b] = at;
+    for (size_t u = u0; u < u1; u++) {
+        size_t k = offset[u];
+        offset[u] = at;
         at += k;
     }
     return NS_OK;
@@ -1323,19 +1324,19 @@ static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void
     size_t batch = in->n / 8 < STREAM_MIN   ? STREAM_MIN
                    : in->n / 8 > STREAM_MAX ? STREAM_MAX
                                             : in->n / 8;
-    for (size_t b0 = 0, b1; b0 < s->units; b0 = b1) {
-        size_t first = start[b0 * UNIT], last = first;
-        for (b1 = b0; b1 < s->units && last - first < batch; b1++)
-            last = start[(b1 + 1) * UNIT < s->cells ? (b1 + 1) * UNIT : s->cells];
+    for (size_t u0 = 0, u1; u0 < s->units; u0 = u1) {
+        size_t first = start[u0 * UNIT], last = first;
+        for (u1 = u0; u1 < s->units && last - first < batch; u1++)
+            last = start[(u1 + 1) * UNIT < s->cells ? (u1 + 1) * UNIT : s->cells];
         size_t total;
-        ns_status st = count_units(s, in, b0, b1, &total, candidates, err);
+        ns_status st = count_units(s, in, u0, u1, &total, candidates, err);
         if (st != NS_OK)
             return st;
         if (total == 0)
             continue;
         if (!ns__buf_reserve(&s->batch, total, sizeof(ns_contact)))
             return ns__fail_oom(err, "a batch of the streamed contacts");
-        units_pass(s, in, b0, b1, s->batch.a, SIZE_MAX, NULL);
+        units_pass(s, in, u0, u1, s->batch.a, SIZE_MAX, NULL);
         if (!sink(s->batch.a, total, user))
             break;
     }

@@ -243,10 +243,11 @@ def oneshot_lines(f, markdown):
 
 def workload_lines(f, markdown):
     """Each workload against the headline one for the featured kernels at all
-    threads, at 100,000 particles and at the largest n measured: the time over the headline's at the same n, scaled up by the
-    contact count where the workload has more contacts (t_w / (t_h * max(1,
-    C_w / C_h))): above 1 a contact of that workload costs more than one of
-    the headline's, at 1 or below it costs no more."""
+    threads, at 100,000 particles and at the largest n measured: the time
+    over the headline's at the same n, scaled up by the contact count where
+    the workload has more contacts (t_w / (t_h * max(1, C_w / C_h))): above 1
+    a contact of that workload costs more than one of the headline's, at 1 or
+    below it costs no more."""
     run = f.run
     head, top = run.headline_workload(), run.max_threads()
     rows = [["kernel", "workload", "n", "median ms", f"{head} ms", "contacts / " + head,

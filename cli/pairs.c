@@ -57,6 +57,7 @@ typedef struct pairs_times {
     size_t index_bytes;
     int threads;
     const char *layout; /* NULL: the kernel has one */
+    int levels;         /* 0: the kernel has one */
 } pairs_times;
 
 /* Where a streamed query's blocks go: written as they come; the first
@@ -133,7 +134,7 @@ static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cf
         ns_index_get_info(index, &info);
         if (t)
             t->build = t1 - t0, t->query = t2 - t1, t->index_bytes = info.bytes,
-            t->threads = info.threads, t->layout = info.layout;
+            t->threads = info.threads, t->layout = info.layout, t->levels = info.levels;
         ns_index_destroy(index);
         return 0;
     }
@@ -296,10 +297,11 @@ static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const 
             "write ms           %.3f\n"
             "index bytes        %zu\n"
             "index layout       %s\n"
+            "index levels       %d\n"
             "kernel             %s (%d threads)\n",
             n, contacts, n ? 2.0 * (double)contacts / (double)n : 0.0, t->read, t->build, t->query,
-            t->sort, t->write, t->index_bytes, t->layout ? t->layout : "-", su->kernel->name,
-            t->threads);
+            t->sort, t->write, t->index_bytes, t->layout ? t->layout : "-", t->levels,
+            su->kernel->name, t->threads);
 }
 
 /* Reads the particles into file; 0 or the exit status. */

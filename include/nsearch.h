@@ -330,6 +330,9 @@ typedef struct ns_index_info {
     const char *layout; /* how the last build numbered its cells, for a kernel that chooses
                            per build (grid_sorted: "dense", "blocked" or "hashed"); else
                            NULL */
+    int levels;         /* grids of cells by radius class, for a kernel that splits mixed radii
+                           (grid_sorted: 1, more when radii span several halvings and the
+                           smaller ones are numerous enough); else 0 */
 } ns_index_info;
 /* index NULL: info zeroed; info NULL: nothing. */
 void ns_index_get_info(const ns_index *index, ns_index_info *info);

@@ -37,7 +37,10 @@
  * in the caller's list, so no per-thread buffer is merged and the order of the
  * contacts does not depend on the thread count. Inside a cell the particles
  * keep the caller's order, so the whole result is deterministic.
- * O(n / T) time, at most 40 bytes per particle (see info()). */
+ * Mixed radii are split into levels of cells by radius class, each such a
+ * grid (see "Mixed radii" below).
+ * O(n / T) time, at most 40 bytes per particle with one level, 20 more
+ * with several (see info()). */
 #include "kernel.h"
 
 #include <omp.h>
@@ -58,7 +61,7 @@ enum {
 /* How cells are numbered (see the top of the file). */
 typedef enum layout { DENSE, BLOCKED, HASHED } layout;
 
-typedef struct state {
+typedef struct level {
     layout layout;
     int shift;            /* blocked, hashed: a block is 2^shift cells along each axis */
     int64_t dim[3];       /* dense: cells per axis; blocked: blocks per axis (each with
@@ -74,11 +77,12 @@ typedef struct state {
     ns__u32s bucket;      /* hashed: groups x cells per block + 1: the counting sort's */
     ns__u32s group_first; /* hashed: groups + 1: the first block of each group */
     ns__buf soa;          /* floats: x[n], y[n], z[n], then r[n] for per-particle radii */
-    ns__buf unit_total;   /* size_t: units + 1 contact counts, then offsets */
-    ns__buf batch;        /* ns_contact: one batch of a streaming query */
-    size_t units;         /* of UNIT cells: the parallel work */
+    ns__grid grid;        /* the cells this level is binned in */
+    bool radii;           /* r[] in soa; else every radius is ru */
+    float ru;
+    size_t units; /* of UNIT cells: the parallel work */
     size_t n;
-} state;
+} level;
 
 /* The sorted arrays, as the loops read them. */
 typedef struct view {
@@ -87,9 +91,8 @@ typedef struct view {
     const uint32_t *order, *start;
 } view;
 
-static void destroy(void *p)
+static void level_free(level *s)
 {
-    state *s = p;
     ns__u32s_free(&s->start);
     ns__u32s_free(&s->order);
     ns__u32s_free(&s->key);
@@ -97,9 +100,6 @@ static void destroy(void *p)
     ns__u32s_free(&s->group_first);
     ns__u32s_free(&s->coarse);
     ns__buf_free(&s->soa);
-    ns__buf_free(&s->unit_total);
-    ns__buf_free(&s->batch);
-    ns__free(s);
 }
 
 /* At most 2 cells per particle (and at least a few thousand cells are
@@ -110,7 +110,7 @@ static bool cells_allowed(double cells, size_t n)
 }
 
 /* Dense when the grid with its empty layer keeps the rule. */
-static bool choose_dense(state *s, const ns__input *in)
+static bool choose_dense(level *s, const ns__input *in)
 {
     double cells = 1.0;
     for (int k = 0; k < 3; k++) {
@@ -206,7 +206,7 @@ static void sort_group(const sorter *so, uint32_t *a, size_t len)
 
 /* Blocked and hashed: a block is 2^shift cells along each axis, numbered x fastest
  * inside it (its local cell); blocks are hashed into groups. */
-static inline size_t block_cells(const state *s)
+static inline size_t block_cells(const level *s)
 {
     return (size_t)1 << (3 * s->shift);
 }
@@ -230,16 +230,25 @@ static inline void block_of_cell(const int64_t c[3], int shift, int64_t b[3])
 }
 
 /* Blocked: the place of block b in the grid of blocks. */
-static inline size_t coarse_index(const state *s, const int64_t b[3])
+static inline size_t coarse_index(const level *s, const int64_t b[3])
 {
     return (size_t)(((b[2] - s->first[2]) * s->dim[1] + (b[1] - s->first[1])) * s->dim[0] +
                     (b[0] - s->first[0]));
 }
 
+/* Dense: the number of cell c (x fastest, shifted by the empty layer). */
+static inline size_t dense_cell(const level *s, const int64_t c[3])
+{
+    const int64_t *lo = s->grid.cell_lo;
+    uint64_t x = (uint64_t)(c[0] - lo[0] + 1), y = (uint64_t)(c[1] - lo[1] + 1),
+             z = (uint64_t)(c[2] - lo[2] + 1);
+    return (size_t)((z * (uint64_t)s->dim[1] + y) * (uint64_t)s->dim[0] + x);
+}
+
 /* The key of each particle: its dense cell (x fastest, shifted by the empty
  * layer), or its block's number (blocked) or hash group (hashed), then its
  * local cell. */
-static inline uint32_t particle_key(const state *s, const ns__input *in, size_t i)
+static inline uint32_t particle_key(const level *s, const ns__input *in, size_t i)
 {
     const float *p = in->pos + 3 * i;
     int64_t c[3];
@@ -251,17 +260,14 @@ static inline uint32_t particle_key(const state *s, const ns__input *in, size_t 
             s->layout == BLOCKED ? s->coarse.a[coarse_index(s, b)] : block_group(b, s->groups);
         return block << (3 * s->shift) | local_cell(c, s->shift);
     }
-    uint64_t x = (uint64_t)(c[0] - in->grid.cell_lo[0] + 1);
-    uint64_t y = (uint64_t)(c[1] - in->grid.cell_lo[1] + 1);
-    uint64_t z = (uint64_t)(c[2] - in->grid.cell_lo[2] + 1);
-    return (uint32_t)((z * (uint64_t)s->dim[1] + y) * (uint64_t)s->dim[0] + x);
+    return (uint32_t)dense_cell(s, c);
 }
 
 /* Parallel counting sort of the particles by key into order[], with
  * group[k] = the first particle of key k and group[keys] = n: atomic counts
  * stored one place up, an exclusive scan, then a scatter through the same
  * counters, which leaves each one at the start of the next key. */
-static void sort_by_key(state *s, const ns__input *in, uint32_t *group, size_t keys)
+static void sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t keys)
 {
     uint32_t *key = s->key.a, *order = s->order.a;
     long long n = (long long)in->n, nk = (long long)keys;
@@ -342,7 +348,7 @@ static void find_group_blocks(const ns__input *in, int shift, const uint32_t *a,
 /* Hashed, pass 1: the number of blocks of each group into first[g]. A group
  * of more than FEW blocks is sorted into its final order here (by block,
  * cell and index) and its blocks counted along it. */
-static void count_blocks_of_groups(state *s, const ns__input *in)
+static void count_blocks_of_groups(level *s, const ns__input *in)
 {
     const uint32_t *bucket = s->bucket.a;
     uint32_t *order = s->order.a, *first = s->group_first.a;
@@ -377,7 +383,7 @@ static void count_blocks_of_groups(state *s, const ns__input *in)
  * a group of a few blocks is redistributed by (block, cell) through key[]
  * (free once the sort is done), a group of many was sorted in pass 1 and
  * its cells are found along it. Then each cell is sorted by index. */
-static void lay_out_groups(state *s, const ns__input *in)
+static void lay_out_groups(level *s, const ns__input *in)
 {
     const uint32_t *bucket = s->bucket.a, *first = s->group_first.a;
     uint32_t *order = s->order.a, *start = s->start.a, *spare = s->key.a;
@@ -448,7 +454,7 @@ static void lay_out_groups(state *s, const ns__input *in)
 /* Hashed: the particles sorted into blocks of 2^shift cells along each
  * axis, or smaller ones when those would need more than 2 cells per particle
  * (the dense grid's rule), each a new counting sort. */
-static ns_status build_hashed(state *s, const ns__input *in, int shift, ns_error *err)
+static ns_status build_hashed(level *s, const ns__input *in, int shift, ns_error *err)
 {
     size_t n = in->n;
     s->layout = HASHED;
@@ -475,23 +481,23 @@ static ns_status build_hashed(state *s, const ns__input *in, int shift, ns_error
     }
 }
 
-static view view_of(const state *s, const ns__input *in)
+static view view_of(const level *s)
 {
     size_t n = s->n;
     const float *soa = s->soa.a;
     return (view){.x = soa,
                   .y = soa + n,
                   .z = soa + 2 * n,
-                  .r = in->radius ? soa + 3 * n : NULL,
-                  .ru = in->radius_uniform,
+                  .r = s->radii ? soa + 3 * n : NULL,
+                  .ru = s->ru,
                   .order = s->order.a,
                   .start = s->start.a};
 }
 
 /* Positions (and radii) into cell order. */
-static void gather(const state *s, const ns__input *in)
+static void gather(const level *s, const ns__input *in)
 {
-    view v = view_of(s, in);
+    view v = view_of(s);
     float *x = (float *)v.x, *y = (float *)v.y, *z = (float *)v.z, *r = (float *)v.r;
     const float *pos = in->pos;
     long long n = (long long)in->n;
@@ -507,7 +513,7 @@ static void gather(const state *s, const ns__input *in)
 }
 
 /* Each cell's particles in the caller's order (dense, blocked). */
-static void sort_cells(const state *s, const ns__input *in)
+static void sort_cells(const level *s, const ns__input *in)
 {
     const uint32_t *start = s->start.a;
     uint32_t *order = s->order.a;
@@ -523,7 +529,7 @@ static void sort_cells(const state *s, const ns__input *in)
  * empty layer of blocks around it, has at most 1.5 blocks per particle (4
  * bytes each: with the rest, at most 40 bytes per particle); the non-empty
  * blocks must then keep the cells' rule. */
-static bool choose_blocked(state *s, const ns__input *in)
+static bool choose_blocked(level *s, const ns__input *in)
 {
     double blocks = 1.0;
     for (int k = 0; k < 3; k++) {
@@ -540,7 +546,7 @@ static bool choose_blocked(state *s, const ns__input *in)
  * its order (x fastest), so that neighbouring blocks lie near each other in
  * memory, then a counting sort by cell as for the dense grid. *fits false:
  * the non-empty blocks have more than 2 cells per particle. */
-static ns_status build_blocked(state *s, const ns__input *in, bool *fits, ns_error *err)
+static ns_status build_blocked(level *s, const ns__input *in, bool *fits, ns_error *err)
 {
     size_t grid = (size_t)(s->dim[0] * s->dim[1] * s->dim[2]);
     if (!ns__u32s_reserve(&s->coarse, grid + 1))
@@ -577,13 +583,14 @@ static ns_status build_blocked(state *s, const ns__input *in, bool *fits, ns_err
     return NS_OK;
 }
 
-static ns_status build(void **p, const ns__input *in, ns_error *err)
+/* One level's grid of the particles in (all of them, or one level's). */
+static ns_status build_level(level *s, const ns__input *in, ns_error *err)
 {
-    state *s = ns__kernel_state(p, sizeof *s);
-    if (!s)
-        return ns__fail_oom(err, "grid_sorted state");
     size_t n = in->n;
     s->n = n;
+    s->grid = in->grid;
+    s->radii = in->radius != NULL;
+    s->ru = in->radius_uniform;
     s->layout = choose_dense(s, in) ? DENSE : choose_blocked(s, in) ? BLOCKED : HASHED;
     s->shift = s->layout == DENSE ? 0 : BLOCK_SHIFT;
     if (!ns__u32s_reserve(&s->order, n + SLACK) || !ns__u32s_reserve(&s->key, n) ||
@@ -606,8 +613,6 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     if (st != NS_OK)
         return st;
     s->units = (s->cells + UNIT - 1) / UNIT;
-    if (!ns__buf_reserve(&s->unit_total, s->units + 1, sizeof(size_t)))
-        return ns__fail_oom(err, "grid_sorted's units");
     gather(s, in);
     return NS_OK;
 }
@@ -635,7 +640,7 @@ static inline void add_run(runs *r, uint32_t begin, uint32_t end)
 
 /* Dense: the cell x+1 continues the own run; the rows (y+1, z), (y-1, z+1),
  * (y, z+1) and (y+1, z+1), three cells each, are runs of the sorted order. */
-static void dense_runs(const state *s, const view *v, size_t c, runs *r)
+static void dense_runs(const level *s, const view *v, size_t c, runs *r)
 {
     static const int rows[4][2] = {{1, 0}, {-1, 1}, {0, 1}, {1, 1}};
     ptrdiff_t dx = (ptrdiff_t)s->dim[0], dxy = dx * (ptrdiff_t)s->dim[1];
@@ -659,7 +664,7 @@ typedef struct around {
 
 /* The number of the block at b, or BLOCK_ABSENT: found in its hash group by the
  * block of each candidate's first particle. */
-static uint32_t find_block(const state *s, const view *v, const ns__grid *g, const int64_t b[3])
+static uint32_t find_block(const level *s, const view *v, const ns__grid *g, const int64_t b[3])
 {
     if (s->layout == BLOCKED) {
         /* the grid of blocks has an empty layer around the non-empty ones */
@@ -683,7 +688,7 @@ static uint32_t find_block(const state *s, const view *v, const ns__grid *g, con
 /* The cells x0 .. x1 of the row (y, z), in local coordinates of the
  * current block that may step one block out, as runs: one for the cells in
  * each block. The first cell continues the own run when it follows it. */
-static inline void add_row(const state *s, const view *v, const ns__grid *g, around *ar, int x0,
+static inline void add_row(const level *s, const view *v, const ns__grid *g, around *ar, int x0,
                            int x1, int y, int z, runs *r)
 {
     int sh = s->shift, e = 1 << sh;
@@ -710,7 +715,7 @@ static inline void add_row(const state *s, const view *v, const ns__grid *g, aro
 
 /* Blocked and hashed: the half stencil (the cell x+1, the row y+1, the plane z+1),
  * inside the cell's block or in one of the blocks around it. */
-static void block_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+static void block_runs(const level *s, const view *v, const ns__grid *g, size_t c, around *ar,
                        runs *r)
 {
     int sh = s->shift;
@@ -736,7 +741,7 @@ static void block_runs(const state *s, const view *v, const ns__grid *g, size_t 
         add_row(s, v, g, ar, x - 1, x + 1, y + dy, z + 1, r);
 }
 
-static inline void cell_runs(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
+static inline void cell_runs(const level *s, const view *v, const ns__grid *g, size_t c, around *ar,
                              runs *r)
 {
     if (s->layout == DENSE)
@@ -745,48 +750,60 @@ static inline void cell_runs(const state *s, const view *v, const ns__grid *g, s
         block_runs(s, v, g, c, ar, r);
 }
 
-/* Contacts of sorted particle p with the run [b, e): the vectorised test. */
-static inline uint32_t count_run(const view *v, uint32_t p, uint32_t b, uint32_t e)
+/* A particle tested against runs of a level: its position, radius and the
+ * caller's index. Inside a level it is one of its own sorted particles;
+ * across levels, a particle of a coarser level tested against a finer
+ * one's runs. */
+typedef struct probe {
+    float x, y, z, r;
+    uint32_t id;
+} probe;
+
+static inline probe probe_of(const view *v, uint32_t p)
+{
+    return (probe){v->x[p], v->y[p], v->z[p], v->r ? v->r[p] : v->ru, v->order[p]};
+}
+
+/* Contacts of the probe with the run [b, e) of v: the vectorised test. */
+static inline uint32_t count_run(const view *v, const probe *p, uint32_t b, uint32_t e)
 {
     const float *x = v->x, *y = v->y, *z = v->z, *r = v->r;
-    float px = x[p], py = y[p], pz = z[p];
+    float px = p->x, py = p->y, pz = p->z, pr = p->r;
     uint32_t hits = 0;
     if (r) {
-        float pr = r[p];
         for (uint32_t k = b; k < e; k++)
             hits += ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), pr + r[k]);
     } else {
-        float s = v->ru + v->ru;
+        float s = pr + v->ru;
         for (uint32_t k = b; k < e; k++)
             hits += ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), s);
     }
     return hits;
 }
 
-/* The contact of sorted particles p and k, numbered and oriented in the
- * caller's order (i < j, dx = x_j - x_i). */
-static inline void emit(const view *v, uint32_t p, uint32_t k, ns_contact *c)
+/* The contact of the probe and sorted particle k of v, numbered and
+ * oriented in the caller's order (i < j, dx = x_j - x_i: negating is
+ * exact). */
+static inline void emit(const view *v, const probe *p, uint32_t k, ns_contact *c)
 {
-    uint32_t a = v->order[p], b = v->order[k];
+    uint32_t a = p->id, b = v->order[k];
+    float dx = v->x[k] - p->x, dy = v->y[k] - p->y, dz = v->z[k] - p->z;
+    float s = p->r + (v->r ? v->r[k] : v->ru);
     if (a > b) {
         uint32_t t = a;
         a = b, b = t;
-        t = p;
-        p = k, k = t;
+        dx = -dx, dy = -dy, dz = -dz;
     }
-    float dx = v->x[k] - v->x[p], dy = v->y[k] - v->y[p], dz = v->z[k] - v->z[p];
-    float s = v->r ? v->r[p] + v->r[k] : v->ru + v->ru;
     ns__contact_fill(a, b, dx, dy, dz, ns__distance2(dx, dy, dz), s, c);
 }
 
-/* Writes the contacts of sorted particle p with the run [b, e): a chunk's
+/* Writes the contacts of the probe with the run [b, e) of v: a chunk's
  * test vectorised into flags, then the few contacts written. */
-static inline ns_contact *write_run(const view *v, uint32_t p, uint32_t b, uint32_t e,
+static inline ns_contact *write_run(const view *v, const probe *p, uint32_t b, uint32_t e,
                                     ns_contact *out)
 {
     const float *x = v->x, *y = v->y, *z = v->z, *r = v->r;
-    float px = x[p], py = y[p], pz = z[p];
-    float pr = r ? r[p] : v->ru;
+    float px = p->x, py = p->y, pz = p->z, pr = p->r;
     for (uint32_t k0 = b; k0 < e; k0 += CHUNK) {
         uint32_t len = e - k0 < CHUNK ? e - k0 : CHUNK;
         unsigned char hit[CHUNK];
@@ -796,7 +813,7 @@ static inline ns_contact *write_run(const view *v, uint32_t p, uint32_t b, uint3
                 hit[q] = ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), pr + r[k]);
             }
         } else {
-            float s = pr + pr;
+            float s = pr + v->ru;
             for (uint32_t q = 0; q < len; q++) {
                 uint32_t k = k0 + q;
                 hit[q] = ns__touching(ns__distance2(x[k] - px, y[k] - py, z[k] - pz), s);
@@ -1179,11 +1196,11 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
  * tested. A count stops early once it is over limit: a crowded cell may hold
  * billions of contacts, and a search that will be refused need not count them
  * all. */
-static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, size_t c, around *ar,
-                            scratch *sc, found *fd, ns_contact **out, size_t *tested, size_t limit)
+static size_t cell_contacts(const level *s, const view *v, size_t c, around *ar, scratch *sc,
+                            found *fd, ns_contact **out, size_t *tested, size_t limit)
 {
     runs r;
-    cell_runs(s, v, g, c, ar, &r);
+    cell_runs(s, v, &s->grid, c, ar, &r);
     size_t hits = 0;
     uint32_t first = v->start[c], last = v->start[c + 1];
     if (gather_cell(v, c, &r, sc)) {
@@ -1200,14 +1217,15 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
     if (*out)
         *out = flush(fd, v, *out);
     for (uint32_t p = first; p < last && hits <= limit; p++) {
+        probe pp = probe_of(v, p);
         if (*out) {
-            *out = write_run(v, p, p + 1, r.own_end, *out);
+            *out = write_run(v, &pp, p + 1, r.own_end, *out);
             for (int q = 0; q < r.count; q++)
-                *out = write_run(v, p, r.begin[q], r.end[q], *out);
+                *out = write_run(v, &pp, r.begin[q], r.end[q], *out);
         } else {
-            hits += count_run(v, p, p + 1, r.own_end);
+            hits += count_run(v, &pp, p + 1, r.own_end);
             for (int q = 0; q < r.count; q++)
-                hits += count_run(v, p, r.begin[q], r.end[q]);
+                hits += count_run(v, &pp, r.begin[q], r.end[q]);
         }
         *tested += r.own_end - p - 1;
         for (int q = 0; q < r.count; q++)
@@ -1216,17 +1234,497 @@ static size_t cell_contacts(const state *s, const view *v, const ns__grid *g, si
     return hits;
 }
 
-/* Over the units [u0, u1) of UNIT cells in parallel: pass 1 (items NULL)
- * counts each unit's contacts into s->unit_total and returns the sum, or
- * some number over limit once it is clear the sum is, and the pairs it
- * tested in *tested; pass 2 writes each unit's contacts at the offset
- * s->unit_total then holds. */
-static size_t units_pass(state *s, const ns__input *in, size_t u0, size_t u1, ns_contact *items,
+/* Mixed radii: levels of cells by radius class. A particle's class is
+ * the number of halvings from the largest radius to its own (r in
+ * (r_max / 2^(k+1), r_max / 2^k]), the smallest radii all in the last
+ * class. Level 0 starts at class 0; each later class starts a new level
+ * when the particles from it on, binned in cells of twice their largest
+ * radius, would hold at least LEVEL_FILL particles per cell over the
+ * bounding box (else its particles join the level before). A pair across
+ * levels costs a row of cells visited per few candidates, so sparse finer
+ * cells cost more than the candidates they save: polydisperse's radii
+ * (0.05 to 0.5, 1.7 particles per cell in a second level) search faster in
+ * one level, powder's (seven halvings, 7 and 4 per cell) about ten times
+ * faster in three. Each level is a grid of its own, with cells of twice
+ * its largest radius, searched by the half stencil for its own pairs; a
+ * pair across levels is tested once, from the coarser particle, against
+ * the finer level's cells within reach of it (its radius plus the finer
+ * level's largest: see cross_contacts()), so a small particle never sits
+ * in a cell sized for the largest one. A finer level is always dense (see
+ * build_levels()). Levels need per-particle radii: with one radius for all
+ * there is one level, the grid above. */
+enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2 };
+
+typedef struct plan {
+    int levels;
+    int level_of_class[CLASSES];
+    size_t count[LEVELS];
+    float max_radius[LEVELS];
+} plan;
+
+static inline int radius_class(float r, const float limit[CLASSES - 1])
+{
+    int k = 0;
+    while (k < CLASSES - 1 && !(r > limit[k]))
+        k++;
+    return k;
+}
+
+static void class_limits(float max_radius, float limit[CLASSES - 1])
+{
+    for (int k = 0; k < CLASSES - 1; k++)
+        limit[k] = ldexpf(max_radius, -(k + 1));
+}
+
+/* The levels of in's particles (one when every radius is the same class,
+ * or no later class is dense enough). */
+static void plan_levels(const ns__input *in, plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->levels = 1;
+    pl->count[0] = in->n;
+    pl->max_radius[0] = in->grid.max_radius;
+    if (!in->radius || in->grid.max_radius == 0.0f)
+        return;
+    float limit[CLASSES - 1];
+    class_limits(in->grid.max_radius, limit);
+    size_t count[CLASSES] = {0};
+    float maxr[CLASSES] = {0};
+    const float *rad = in->radius;
+    long long n = (long long)in->n;
+#pragma omp parallel for num_threads(in->threads) schedule(static)                                 \
+    reduction(+ : count[:CLASSES]) reduction(max : maxr[:CLASSES])
+    for (long long i = 0; i < n; i++) {
+        int k = radius_class(rad[i], limit);
+        count[k]++;
+        maxr[k] = rad[i] > maxr[k] ? rad[i] : maxr[k];
+    }
+    const ns__grid *g = &in->grid;
+    size_t rest = in->n;
+    for (int k = 0; k < CLASSES; k++) {
+        float top = 0.0f; /* the largest radius from class k on */
+        for (int j = k; j < CLASSES; j++)
+            top = maxr[j] > top ? maxr[j] : top;
+        double cell = 2.0 * (double)top, volume = 1.0;
+        for (int a = 0; a < 3; a++) {
+            double extent = (double)g->hi[a] - (double)g->lo[a];
+            volume *= extent > cell ? extent : cell;
+        }
+        bool starts = k > 0 && count[k] > 0 && pl->levels < LEVELS && top > 0.0f &&
+                      (double)rest * cell * cell * cell >= LEVEL_FILL * volume;
+        if (starts) {
+            pl->levels++;
+            pl->max_radius[pl->levels - 1] = top;
+        }
+        pl->level_of_class[k] = pl->levels - 1;
+        rest -= count[k];
+    }
+    if (pl->levels == 1)
+        return;
+    memset(pl->count, 0, sizeof pl->count);
+    for (int k = 0; k < CLASSES; k++)
+        pl->count[pl->level_of_class[k]] += count[k];
+}
+
+typedef struct state {
+    level level[LEVELS];
+    int levels;
+    size_t particle_first[LEVELS + 1]; /* of each level, in ids' order */
+    size_t unit_first[LEVELS + 1];     /* of each level, counted over all levels */
+    ns__u32s ids;       /* more than one level: n, the caller's index of each particle,
+                         * level by level (each in the caller's order) */
+    ns__buf split;      /* more than one level: their positions (3 n), then radii (n) */
+    ns__buf threads;    /* more than one level: size_t, particles per thread and level */
+    ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
+    ns__buf batch;      /* ns_contact: one batch of a streaming query */
+    size_t n;
+} state;
+
+static void destroy(void *p)
+{
+    state *S = p;
+    for (int l = 0; l < LEVELS; l++)
+        level_free(&S->level[l]);
+    ns__u32s_free(&S->ids);
+    ns__buf_free(&S->split);
+    ns__buf_free(&S->threads);
+    ns__buf_free(&S->unit_total);
+    ns__buf_free(&S->batch);
+    ns__free(S);
+}
+
+/* The particles copied level by level into S->split, each level in the
+ * caller's order (the particles are cut into one share per thread, and a
+ * share's particles of a level go after the shares before it), with each
+ * level's bounding box. */
+static void split_levels(state *S, const ns__input *in, const plan *pl, float lo[][3],
+                         float hi[][3])
+{
+    int L = pl->levels;
+    long long shares = in->threads;
+    size_t n = in->n, *per = S->threads.a; /* shares x L */
+    float limit[CLASSES - 1];
+    class_limits(in->grid.max_radius, limit);
+    const float *pos = in->pos, *rad = in->radius;
+    float *to = S->split.a, *to_r = to + 3 * n;
+    uint32_t *ids = S->ids.a;
+    for (int l = 0; l < L; l++)
+        for (int a = 0; a < 3; a++)
+            lo[l][a] = INFINITY, hi[l][a] = -INFINITY;
+    for (int pass = 0; pass < 2; pass++) {
+#pragma omp parallel for num_threads(in->threads) schedule(static, 1)
+        for (long long t = 0; t < shares; t++) {
+            size_t i0 = n * (size_t)t / (size_t)shares, i1 = n * (size_t)(t + 1) / (size_t)shares;
+            size_t *mine = per + (size_t)t * (size_t)L;
+            float blo[LEVELS][3], bhi[LEVELS][3];
+            for (int l = 0; l < L; l++) {
+                if (pass == 0)
+                    mine[l] = 0;
+                for (int a = 0; a < 3; a++)
+                    blo[l][a] = INFINITY, bhi[l][a] = -INFINITY;
+            }
+            for (size_t i = i0; i < i1; i++) {
+                int l = pl->level_of_class[radius_class(rad[i], limit)];
+                if (pass == 0) {
+                    mine[l]++;
+                    continue;
+                }
+                size_t at = mine[l]++;
+                ids[at] = (uint32_t)i;
+                to_r[at] = rad[i];
+                for (int a = 0; a < 3; a++) {
+                    float x = pos[3 * i + (size_t)a];
+                    to[3 * at + (size_t)a] = x;
+                    blo[l][a] = x < blo[l][a] ? x : blo[l][a];
+                    bhi[l][a] = x > bhi[l][a] ? x : bhi[l][a];
+                }
+            }
+            if (pass == 1) {
+#pragma omp critical(grid_sorted_split)
+                for (int l = 0; l < L; l++)
+                    for (int a = 0; a < 3; a++) {
+                        lo[l][a] = blo[l][a] < lo[l][a] ? blo[l][a] : lo[l][a];
+                        hi[l][a] = bhi[l][a] > hi[l][a] ? bhi[l][a] : hi[l][a];
+                    }
+            }
+        }
+        if (pass == 0) { /* each share's count into its first place */
+            size_t at = 0;
+            for (int l = 0; l < L; l++)
+                for (long long t = 0; t < shares; t++) {
+                    size_t *k = per + (size_t)t * (size_t)L + (size_t)l;
+                    size_t c = *k;
+                    *k = at;
+                    at += c;
+                }
+        }
+    }
+}
+
+/* Level l's grid: cells of twice its largest radius, widened as the
+ * index's grid is, over its own bounding box. False when its cell
+ * coordinates would leave the range the index checks. */
+static bool level_grid(const ns__input *in, float max_radius, const float lo[3], const float hi[3],
+                       ns__grid *g)
+{
+    *g = in->grid;
+    g->max_radius = max_radius;
+    g->cell = 2.0 * (double)max_radius * (1.0 + 0x1p-20);
+    g->inv_cell = 1.0 / g->cell;
+    for (int a = 0; a < 3; a++) {
+        g->lo[a] = lo[a], g->hi[a] = hi[a];
+        double clo = floor((double)lo[a] * g->inv_cell), chi = floor((double)hi[a] * g->inv_cell);
+        if (!(fabs(clo) <= NS_MAX_CELL_COORD && fabs(chi) <= NS_MAX_CELL_COORD))
+            return false;
+        g->cell_lo[a] = (int64_t)clo, g->cell_hi[a] = (int64_t)chi;
+    }
+    return true;
+}
+
+/* More than one level: each level's particles split out, its grid built,
+ * its sorted particles renumbered to the caller's indices. *one: a level's
+ * grid is out of range, or a finer level's would not be dense (the cross
+ * search reads rows of a dense grid; the fill that starts a level makes
+ * that rare), so build a single level instead. */
+static ns_status build_levels(state *S, const ns__input *in, const plan *pl, bool *one,
+                              ns_error *err)
+{
+    size_t n = in->n;
+    if (!ns__u32s_reserve(&S->ids, n) || !ns__buf_reserve(&S->split, 4 * n, sizeof(float)) ||
+        !ns__buf_reserve(&S->threads, (size_t)in->threads * LEVELS, sizeof(size_t)))
+        return ns__fail_oom(err, "grid_sorted's levels");
+    float lo[LEVELS][3], hi[LEVELS][3];
+    split_levels(S, in, pl, lo, hi);
+    ns__grid grid[LEVELS];
+    for (int l = 0; l < pl->levels; l++) {
+        ns__input sub = *in;
+        sub.n = pl->count[l];
+        level dense = {.layout = DENSE};
+        if (!level_grid(in, pl->max_radius[l], lo[l], hi[l], &sub.grid) ||
+            (l > 0 && !choose_dense(&dense, &sub))) {
+            *one = true;
+            return NS_OK;
+        }
+        grid[l] = sub.grid;
+    }
+    const float *split = S->split.a;
+    for (int l = 0; l < pl->levels; l++) {
+        size_t first = S->particle_first[l];
+        ns__input sub = *in;
+        sub.n = pl->count[l];
+        sub.pos = split + 3 * first;
+        sub.radius = split + 3 * n + first;
+        sub.grid = grid[l];
+        level *s = &S->level[l];
+        ns_status st = build_level(s, &sub, err);
+        if (st != NS_OK)
+            return st;
+        uint32_t *order = s->order.a;
+        const uint32_t *ids = S->ids.a + first;
+        long long m = (long long)sub.n;
+#pragma omp parallel for num_threads(in->threads) schedule(static)
+        for (long long p = 0; p < m; p++)
+            order[p] = ids[order[p]];
+    }
+    return NS_OK;
+}
+
+static ns_status build(void **p, const ns__input *in, ns_error *err)
+{
+    state *S = ns__kernel_state(p, sizeof *S);
+    if (!S)
+        return ns__fail_oom(err, "grid_sorted state");
+    S->n = in->n;
+    plan pl;
+    plan_levels(in, &pl);
+    bool one = pl.levels == 1;
+    S->levels = pl.levels;
+    S->particle_first[0] = 0;
+    for (int l = 0; l < pl.levels; l++)
+        S->particle_first[l + 1] = S->particle_first[l] + pl.count[l];
+    ns_status st = one ? NS_OK : build_levels(S, in, &pl, &one, err);
+    if (st == NS_OK && one) {
+        S->levels = 1;
+        S->particle_first[1] = in->n;
+        st = build_level(&S->level[0], in, err);
+    }
+    if (st != NS_OK)
+        return st;
+    S->unit_first[0] = 0;
+    for (int l = 0; l < S->levels; l++)
+        S->unit_first[l + 1] = S->unit_first[l] + S->level[l].units;
+    if (!ns__buf_reserve(&S->unit_total, S->unit_first[S->levels] + 1, sizeof(size_t)))
+        return ns__fail_oom(err, "grid_sorted's units");
+    return NS_OK;
+}
+
+/* The cells of finer level f that a probe of a coarser level may touch:
+ * those within its reach (its radius plus f's largest) along each axis,
+ * clamped to f's cells. A contact accepted by the float predicate is
+ * within that reach widened by a relative 2^-20 (as the index's cell is);
+ * the margin of 2^-40 of the coordinate absorbs the rounding of the bound
+ * in double, and floor(x / cell) is monotone, so no such contact is
+ * outside the box. False: the box is empty. */
+static bool reach_box(const level *f, const probe *p, int64_t lo[3], int64_t hi[3])
+{
+    const ns__grid *g = &f->grid;
+    double reach = ((double)p->r + (double)g->max_radius) * (1.0 + 0x1p-20);
+    const float at[3] = {p->x, p->y, p->z};
+    for (int a = 0; a < 3; a++) {
+        double x = (double)at[a], margin = reach + fabs(x) * 0x1p-40;
+        double c0 = floor((x - margin) * g->inv_cell), c1 = floor((x + margin) * g->inv_cell);
+        c0 = c0 > (double)g->cell_lo[a] ? c0 : (double)g->cell_lo[a];
+        c1 = c1 < (double)g->cell_hi[a] ? c1 : (double)g->cell_hi[a];
+        if (c0 > c1)
+            return false;
+        lo[a] = (int64_t)c0, hi[a] = (int64_t)c1;
+    }
+    return true;
+}
+
+#if defined(__AVX512F__)
+/* A probe in every lane, and its test against the 16 particles of v from
+ * k0 on that the mask in keeps (the others are not loaded): the mask of
+ * those that touch, with x_k - x_p (likewise y, z) and r_p + r_k. */
+typedef struct probe16 {
+    __m512 x, y, z, r;
+} probe16;
+
+static inline probe16 probe16_of(const probe *p)
+{
+    return (probe16){_mm512_set1_ps(p->x), _mm512_set1_ps(p->y), _mm512_set1_ps(p->z),
+                     _mm512_set1_ps(p->r)};
+}
+
+static inline __mmask16 tail_mask16(uint32_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+static inline __mmask16 probe16_test(const probe16 *P, const view *v, uint32_t k0, __mmask16 in,
+                                     __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
+{
+    *DX = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->x + k0), P->x);
+    *DY = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->y + k0), P->y);
+    *DZ = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->z + k0), P->z);
+    __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(*DX, *DX), _mm512_mul_ps(*DY, *DY)),
+                              _mm512_mul_ps(*DZ, *DZ));
+    *S = _mm512_add_ps(P->r, _mm512_maskz_loadu_ps(in, v->r + k0));
+    return _mm512_mask_cmp_ps_mask(in, D2, _mm512_mul_ps(*S, *S), _CMP_LT_OQ);
+}
+#endif
+
+/* Writes the contacts of a probe with the run [b, e) of v (a finer level,
+ * with radii) into fd, tested where the run lies: vectors with the tail
+ * masked, compacted as in write_gathered(). A run longer than fd holds is
+ * written by write_run(), after what is pending. */
+static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e, found *fd,
+                                   ns_contact *out)
+{
+    if (fd->count + (e - b) > PAIRS)
+        out = flush(fd, v, out);
+    if (e - b > PAIRS)
+        return write_run(v, p, b, e, out);
+#if defined(__AVX512F__)
+    uint32_t f = fd->count;
+    probe16 P = probe16_of(p);
+    __m512i A = _mm512_set1_epi32((int)p->id);
+    for (uint32_t k0 = b; k0 < e; k0 += 16) {
+        __mmask16 in = tail_mask16(e - k0);
+        __m512 DX, DY, DZ, S;
+        __mmask16 m = probe16_test(&P, v, k0, in, &DX, &DY, &DZ, &S);
+        _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
+        _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
+        _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
+        _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
+        _mm512_storeu_si512(
+            fd->b + f, _mm512_maskz_compress_epi32(m, _mm512_maskz_loadu_epi32(in, v->order + k0)));
+        _mm512_storeu_si512(fd->a + f, A);
+        f += (uint32_t)__builtin_popcount(m);
+    }
+    fd->count = f;
+    return out;
+#elif defined(__AVX2__)
+    uint32_t f = fd->count;
+    __m256 PX = _mm256_set1_ps(p->x), PY = _mm256_set1_ps(p->y), PZ = _mm256_set1_ps(p->z);
+    __m256 PR = _mm256_set1_ps(p->r);
+    __m256i A = _mm256_set1_epi32((int)p->id);
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t k0 = b; k0 < e; k0 += 8) {
+        int left = e - k0 >= 8 ? 8 : (int)(e - k0);
+        __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), LANE);
+        __m256 DX = _mm256_sub_ps(_mm256_maskload_ps(v->x + k0, in), PX);
+        __m256 DY = _mm256_sub_ps(_mm256_maskload_ps(v->y + k0, in), PY);
+        __m256 DZ = _mm256_sub_ps(_mm256_maskload_ps(v->z + k0, in), PZ);
+        __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(DX, DX), _mm256_mul_ps(DY, DY)),
+                                  _mm256_mul_ps(DZ, DZ));
+        __m256 S = _mm256_add_ps(PR, _mm256_maskload_ps(v->r + k0, in));
+        __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
+                                 _mm256_castsi256_ps(in));
+        unsigned m = (unsigned)_mm256_movemask_ps(T);
+        __m256i P = compress_permutation(m);
+        _mm256_storeu_ps(fd->dx + f, _mm256_permutevar8x32_ps(DX, P));
+        _mm256_storeu_ps(fd->dy + f, _mm256_permutevar8x32_ps(DY, P));
+        _mm256_storeu_ps(fd->dz + f, _mm256_permutevar8x32_ps(DZ, P));
+        _mm256_storeu_ps(fd->s + f, _mm256_permutevar8x32_ps(S, P));
+        _mm256_storeu_si256(
+            (__m256i *)(void *)(fd->b + f),
+            _mm256_permutevar8x32_epi32(
+                _mm256_maskload_epi32((const int *)(const void *)(v->order + k0), in), P));
+        _mm256_storeu_si256((__m256i *)(void *)(fd->a + f), A);
+        f += (uint32_t)__builtin_popcount(m);
+    }
+    fd->count = f;
+    return out;
+#else
+    out = flush(fd, v, out);
+    return write_run(v, p, b, e, out);
+#endif
+}
+
+/* The contacts of a probe with the run [b, e) of v (a finer level, with
+ * radii), counted by the same masked vectors as write_probe_run(). */
+static inline uint32_t count_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e)
+{
+#if defined(__AVX512F__)
+    uint32_t hits = 0;
+    probe16 P = probe16_of(p);
+    for (uint32_t k0 = b; k0 < e; k0 += 16) {
+        __m512 DX, DY, DZ, S;
+        hits += (uint32_t)__builtin_popcount(
+            probe16_test(&P, v, k0, tail_mask16(e - k0), &DX, &DY, &DZ, &S));
+    }
+    return hits;
+#else
+    return count_run(v, p, b, e);
+#endif
+}
+
+/* The distance from x to the interval [a, b], less slack, at least 0. */
+static inline double gap(double x, double a, double b, double slack)
+{
+    double d = x < a ? a - x : x > b ? x - b : 0.0;
+    return d > slack ? d - slack : 0.0;
+}
+
+/* The contacts of a probe of a coarser level with the particles of level f
+ * (dense; its sorted arrays vf) within the probe's reach, a row of cells at
+ * a time: the rows (y, z) of the reach box that come within reach of the
+ * probe, each cut to the cells x within reach along it, one run. The distances are bounded
+ * from below with a margin for the rounding of floor(x / cell), so every
+ * contact the float predicate accepts is tested. Counted (out NULL) or
+ * written; *tested += the pairs tested. */
+static size_t cross_contacts(const level *f, const view *vf, const probe *p, found *fd,
+                             ns_contact **out, size_t *tested)
+{
+    int64_t lo[3], hi[3];
+    if (!reach_box(f, p, lo, hi))
+        return 0;
+    const ns__grid *g = &f->grid;
+    double reach = ((double)p->r + (double)g->max_radius) * (1.0 + 0x1p-20);
+    double px = (double)p->x, py = (double)p->y, pz = (double)p->z;
+    double slack_y = (fabs(py) + g->cell) * 0x1p-40, slack_z = (fabs(pz) + g->cell) * 0x1p-40;
+    double slack_x = (fabs(px) + g->cell) * 0x1p-40;
+    size_t hits = 0;
+    for (int64_t z = lo[2]; z <= hi[2]; z++) {
+        double dz = gap(pz, (double)z * g->cell, (double)(z + 1) * g->cell, slack_z);
+        for (int64_t y = lo[1]; y <= hi[1]; y++) {
+            double dy = gap(py, (double)y * g->cell, (double)(y + 1) * g->cell, slack_y);
+            double left = reach * reach - dy * dy - dz * dz;
+            if (left < 0.0)
+                continue;
+            double w = sqrt(left) + slack_x, c0 = floor((px - w) * g->inv_cell),
+                   c1 = floor((px + w) * g->inv_cell);
+            int64_t x0 = c0 > (double)lo[0] ? (int64_t)c0 : lo[0];
+            int64_t x1 = c1 < (double)hi[0] ? (int64_t)c1 : hi[0];
+            if (x0 > x1)
+                continue;
+            const int64_t c[3] = {x0, y, z};
+            size_t first = dense_cell(f, c);
+            uint32_t b0 = vf->start[first], b1 = vf->start[first + (size_t)(x1 - x0) + 1];
+            *tested += b1 - b0;
+            if (*out)
+                *out = write_probe_run(vf, p, b0, b1, fd, *out);
+            else
+                hits += count_probe_run(vf, p, b0, b1);
+        }
+    }
+    return hits;
+}
+
+/* Over the units [u0, u1) of UNIT cells, level after level, in parallel:
+ * each cell's contacts in its level, then those of its particles with every
+ * finer level. Pass 1 (items NULL) counts each unit's contacts into
+ * S->unit_total and returns the sum, or some number over limit once it is
+ * clear the sum is, and the pairs it tested in *tested; pass 2 writes each
+ * unit's contacts at the offset S->unit_total then holds. */
+static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns_contact *items,
                          size_t limit, size_t *tested)
 {
-    view v = view_of(s, in);
-    const ns__grid *g = &in->grid;
-    size_t *total = s->unit_total.a, cells = s->cells, sum = 0, pairs = 0;
+    view views[LEVELS];
+    for (int l = 0; l < S->levels; l++)
+        views[l] = view_of(&S->level[l]);
+    size_t *total = S->unit_total.a, sum = 0, pairs = 0;
     long long first = (long long)u0, last = (long long)u1;
     int over = 0; /* set once one thread's count alone is over limit */
 #pragma omp parallel num_threads(in->threads) reduction(+ : sum, pairs)
@@ -1234,7 +1732,9 @@ static size_t units_pass(state *s, const ns__input *in, size_t u0, size_t u1, ns
         scratch sc;
         found fd;
         fd.count = 0;
-        around ar = {.block = SIZE_MAX};
+        around ar[LEVELS];
+        for (int l = 0; l < LEVELS; l++)
+            ar[l].block = SIZE_MAX;
 #pragma omp for schedule(dynamic, 1)
         for (long long u = first; u < last; u++) {
             int stop;
@@ -1242,15 +1742,28 @@ static size_t units_pass(state *s, const ns__input *in, size_t u0, size_t u1, ns
             stop = over;
             if (stop)
                 continue;
-            size_t c0 = (size_t)u * UNIT, c1 = c0 + UNIT < cells ? c0 + UNIT : cells;
+            int l = 0;
+            while ((size_t)u >= S->unit_first[l + 1])
+                l++;
+            const level *s = &S->level[l];
+            const view *v = &views[l];
+            size_t c0 = ((size_t)u - S->unit_first[l]) * UNIT;
+            size_t c1 = c0 + UNIT < s->cells ? c0 + UNIT : s->cells;
             size_t hits = 0, unit_tested = 0;
             ns_contact *out = items ? items + total[u] : NULL;
-            for (size_t c = c0; c < c1 && hits <= limit; c++)
-                if (v.start[c] < v.start[c + 1])
-                    hits +=
-                        cell_contacts(s, &v, g, c, &ar, &sc, &fd, &out, &unit_tested, limit - hits);
+            for (size_t c = c0; c < c1 && hits <= limit; c++) {
+                if (v->start[c] == v->start[c + 1])
+                    continue;
+                hits += cell_contacts(s, v, c, &ar[l], &sc, &fd, &out, &unit_tested, limit - hits);
+                for (uint32_t q = v->start[c]; q < v->start[c + 1] && hits <= limit; q++) {
+                    probe pp = probe_of(v, q);
+                    for (int f = l + 1; f < S->levels; f++)
+                        hits +=
+                            cross_contacts(&S->level[f], &views[f], &pp, &fd, &out, &unit_tested);
+                }
+            }
             if (items)
-                flush(&fd, &v, out);
+                flush(&fd, v, out);
             else
                 total[u] = hits;
             sum += hits;
@@ -1266,26 +1779,31 @@ static size_t units_pass(state *s, const ns__input *in, size_t u0, size_t u1, ns
     return sum;
 }
 
+static size_t units_of(const state *S)
+{
+    return S->unit_first[S->levels];
+}
+
 static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *err)
 {
     (void)err;
-    state *s = p;
-    *total = units_pass(s, in, 0, s->units, NULL, SIZE_MAX, NULL);
+    state *S = p;
+    *total = units_pass(S, in, 0, units_of(S), NULL, SIZE_MAX, NULL);
     return NS_OK;
 }
 
 /* The units [u0, u1) counted (at most in->max_contacts, else refused),
  * their counts turned into offsets from u0's first contact; *tested += the
  * pairs tested. */
-static ns_status count_units(state *s, const ns__input *in, size_t u0, size_t u1, size_t *total,
+static ns_status count_units(state *S, const ns__input *in, size_t u0, size_t u1, size_t *total,
                              size_t *tested, ns_error *err)
 {
     size_t pairs;
-    *total = units_pass(s, in, u0, u1, NULL, in->max_contacts, &pairs);
+    *total = units_pass(S, in, u0, u1, NULL, in->max_contacts, &pairs);
     *tested += pairs;
     if (*total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
-    size_t *offset = s->unit_total.a, at = 0;
+    size_t *offset = S->unit_total.a, at = 0;
     for (size_t u = u0; u < u1; u++) {
         size_t k = offset[u];
         offset[u] = at;
@@ -1297,47 +1815,58 @@ static ns_status count_units(state *s, const ns__input *in, size_t u0, size_t u1
 static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size_t *candidates,
                        ns_error *err)
 {
-    state *s = p;
+    state *S = p;
     size_t total;
-    ns_status st = count_units(s, in, 0, s->units, &total, candidates, err);
+    ns_status st = count_units(S, in, 0, units_of(S), &total, candidates, err);
     if (st == NS_OK)
         st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
     if (total > 0)
-        units_pass(s, in, 0, s->units, list->items, SIZE_MAX, NULL);
+        units_pass(S, in, 0, units_of(S), list->items, SIZE_MAX, NULL);
     list->count = total;
     return NS_OK;
+}
+
+/* The particles in the units before u, over all levels. */
+static size_t particles_before(const state *S, size_t u)
+{
+    if (u == units_of(S))
+        return S->n;
+    int l = 0;
+    while (u >= S->unit_first[l + 1])
+        l++;
+    return S->particle_first[l] + S->level[l].start.a[(u - S->unit_first[l]) * UNIT];
 }
 
 /* The query in batches of units, each of at least an eighth of the
  * particles, clamped to [STREAM_MIN, STREAM_MAX] (so small sets stream in
  * several batches too, and large ones in bounded memory): counted, written
- * into s->batch, handed to sink, in unit order, so the contacts and their
+ * into S->batch, handed to sink, in unit order, so the contacts and their
  * order are the query's. */
 enum { STREAM_MIN = 1 << 10, STREAM_MAX = 1 << 16 };
 static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void *user,
                         size_t *candidates, ns_error *err)
 {
-    state *s = p;
-    const uint32_t *start = s->start.a;
+    state *S = p;
     size_t batch = in->n / 8 < STREAM_MIN   ? STREAM_MIN
                    : in->n / 8 > STREAM_MAX ? STREAM_MAX
                                             : in->n / 8;
-    for (size_t u0 = 0, u1; u0 < s->units; u0 = u1) {
-        size_t first = start[u0 * UNIT], last = first;
-        for (u1 = u0; u1 < s->units && last - first < batch; u1++)
-            last = start[(u1 + 1) * UNIT < s->cells ? (u1 + 1) * UNIT : s->cells];
+    size_t units = units_of(S);
+    for (size_t u0 = 0, u1; u0 < units; u0 = u1) {
+        size_t first = particles_before(S, u0);
+        for (u1 = u0 + 1; u1 < units && particles_before(S, u1) - first < batch; u1++)
+            ;
         size_t total;
-        ns_status st = count_units(s, in, u0, u1, &total, candidates, err);
+        ns_status st = count_units(S, in, u0, u1, &total, candidates, err);
         if (st != NS_OK)
             return st;
         if (total == 0)
             continue;
-        if (!ns__buf_reserve(&s->batch, total, sizeof(ns_contact)))
+        if (!ns__buf_reserve(&S->batch, total, sizeof(ns_contact)))
             return ns__fail_oom(err, "a batch of the streamed contacts");
-        units_pass(s, in, u0, u1, s->batch.a, SIZE_MAX, NULL);
-        if (!sink(s->batch.a, total, user))
+        units_pass(S, in, u0, u1, S->batch.a, SIZE_MAX, NULL);
+        if (!sink(S->batch.a, total, user))
             break;
     }
     return NS_OK;
@@ -1345,20 +1874,25 @@ static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void
 
 static void info(const void *p, ns_index_info *info)
 {
-    const state *s = p;
-    info->bytes += sizeof *s + s->soa.capacity * sizeof(float) +
-                   s->unit_total.capacity * sizeof(size_t) +
-                   s->batch.capacity * sizeof(ns_contact) +
-                   (s->start.capacity + s->order.capacity + s->key.capacity + s->bucket.capacity +
-                    s->group_first.capacity + s->coarse.capacity) *
-                       sizeof(uint32_t);
-    info->cells = s->cells;
+    const state *S = p;
     static const char *const names[] = {
         [DENSE] = "dense", [BLOCKED] = "blocked", [HASHED] = "hashed"};
-    info->layout = names[s->layout];
-    info->table_size = s->layout == HASHED ? s->groups : 0;
-    for (size_t c = 0; c < s->cells; c++)
-        info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
+    info->bytes += sizeof *S + S->unit_total.capacity * sizeof(size_t) +
+                   S->batch.capacity * sizeof(ns_contact) + S->ids.capacity * sizeof(uint32_t) +
+                   S->split.capacity * sizeof(float) + S->threads.capacity * sizeof(size_t);
+    info->layout = names[S->level[0].layout];
+    info->levels = S->levels;
+    for (int l = 0; l < S->levels; l++) {
+        const level *s = &S->level[l];
+        info->bytes += s->soa.capacity * sizeof(float) +
+                       (s->start.capacity + s->order.capacity + s->key.capacity +
+                        s->bucket.capacity + s->group_first.capacity + s->coarse.capacity) *
+                           sizeof(uint32_t);
+        info->cells += s->cells;
+        info->table_size += s->layout == HASHED ? s->groups : 0;
+        for (size_t c = 0; c < s->cells; c++)
+            info->nonempty_buckets += s->start.a[c + 1] > s->start.a[c];
+    }
 }
 
 const ns_kernel_ops NS__OPS(grid_sorted) = {.build = build,

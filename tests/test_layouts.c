@@ -1144,6 +1144,21 @@ static void thread_order_ctests(void)
     }
 }
 
+/* The info of the tested kernel's index built on s with 2 threads. */
+static void built_info(const tl_set *s, ns_index_info *info)
+{
+    ns_particles p = tl_particles(s);
+    ns_config cfg = ns_config_default();
+    cfg.threads = 2;
+    cfg.exact_threads = true;
+    ns_index *index = NULL;
+    ns_error err;
+    REQUIRE(ns_index_create(tested, &cfg, &index, &err) == NS_OK);
+    CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
+    ns_index_get_info(index, info);
+    ns_index_destroy(index);
+}
+
 /* grid_sorted chooses how to number its cells per build (ns_index_info's
  * layout): each set here is made to take one, and its contacts must be
  * naive's exactly (r = 0.5: cells of edge 1). */
@@ -1180,24 +1195,15 @@ static void t_grid_sorted_layouts(int argc, char **argv)
                            "two clouds 1e6 apart (hashed blocks)",
                            "3,000 particles over 1e5 cells (hashed cells)"};
     for (int k = 0; k < 4; k++) {
-        ns_particles p = tl_particles(&s[k]);
-        ns_config cfg = ns_config_default();
-        cfg.threads = 2;
-        cfg.exact_threads = true;
-        ns_index *index = NULL;
-        ns_error err;
         check_set_context("%s", what[k]);
-        REQUIRE(ns_index_create(tested, &cfg, &index, &err) == NS_OK);
-        CHECK_STATUS(ns_index_build(index, &p, &err), NS_OK, &err);
         ns_index_info info;
-        ns_index_get_info(index, &info);
+        built_info(&s[k], &info);
         CHECK_MSG(info.layout && strcmp(info.layout, want[k]) == 0, "%s: layout %s, not %s",
                   what[k], info.layout ? info.layout : "NULL", want[k]);
-        ns_index_destroy(index);
         expect_exact_set(what[k], &s[k], 0);
         tl_set_free(&s[k]);
     }
-    /* a kernel that has one way only says none */
+    /* a kernel that has one way and one grid only says none of either */
     ns_index *index = NULL;
     ns_particles p = {.n = 0};
     REQUIRE(ns_index_create(tl_kernel("hash_parallel"), NULL, &index, NULL) == NS_OK);
@@ -1205,7 +1211,61 @@ static void t_grid_sorted_layouts(int argc, char **argv)
     ns_index_info info;
     ns_index_get_info(index, &info);
     CHECK(info.layout == NULL);
+    CHECK(info.levels == 0);
     ns_index_destroy(index);
+}
+
+/* grid_sorted splits mixed radii into levels of cells (ns_index_info's
+ * levels): each set here is made to take a known number, and its contacts
+ * must be naive's exactly. */
+static void t_grid_sorted_levels(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tested = tl_kernel("grid_sorted");
+    uint64_t rng = 5151;
+    enum { SETS = 5 };
+    tl_set s[SETS];
+    tl_generate(tl_workload("powder"), 20000, 1, &s[0]);
+    tl_generate(tl_workload("polydisperse"), 20000, 1, &s[1]);
+    for (int k = 2; k < SETS; k++)
+        tl_set_init(&s[k], 0);
+    /* one particle of radius 40 among 20,000 of 0.5: it touches them all */
+    add_cloud(&s[2], 10000, 0, 0, 0, 0.0f, 20.0f, 0.5f, 0.5f, &rng);
+    add_cloud(&s[2], 1, 10, 10, 10, 0.0f, 0.0f, 40.0f, 40.0f, &rng);
+    add_cloud(&s[2], 10000, 0, 0, 0, 0.0f, 20.0f, 0.5f, 0.5f, &rng);
+    /* lattices at exact binary spacings straddling 0: radius 0.5 on the
+     * integers, 0.0625 on the body-centred lattice of edge 0.125, so many
+     * pairs lie exactly at r_i + r_j (not touching) or one spacing closer */
+    add_block(&s[3], 3, -1.0, -1.0, -1.0, 1.0, 0.0, 0.5f, 0.5f, &rng);
+    add_block(&s[3], 17, -1.0, -1.0, -1.0, 0.125, 0.0, 0.0625f, 0.0625f, &rng);
+    add_block(&s[3], 16, -0.9375, -0.9375, -0.9375, 0.125, 0.0, 0.0625f, 0.0625f, &rng);
+    /* radii over every class: 0.5 down to 2^-20, and 0, in a dense cube,
+     * with particles of each class coincident with big ones */
+    for (int k = 0; k < 3000; k++) {
+        float r = k % 50 == 0 ? 0.0f : ldexpf(0.5f, -(int)(tl_rng(&rng) % 21));
+        add_cloud(&s[4], 1, 0, 0, 0, 0.0f, 4.0f, r, r, &rng);
+    }
+    for (int k = 0; k < 40; k++)
+        tl_set_put(&s[4], (size_t)k, s[4].pos[0], s[4].pos[1], s[4].pos[2], s[4].radius[k]);
+    const int want[SETS] = {3, 1, 2, 2, 0};
+    const char *what[SETS] = {"powder n=20000 (three levels)", "polydisperse n=20000 (one level)",
+                              "one radius of 40 among 20,000 of 0.5 (two levels)",
+                              "lattices of radius 0.5 and 0.0625 at exact spacings (two levels)",
+                              "3,000 radii from 0.5 to 2^-20, and 0, in a cube of 4"};
+    for (int k = 0; k < SETS; k++) {
+        check_set_context("%s", what[k]);
+        ns_index_info info;
+        built_info(&s[k], &info);
+        if (want[k] > 0)
+            CHECK_MSG(info.levels == want[k], "%s: %d levels, not %d", what[k], info.levels,
+                      want[k]);
+        else
+            CHECK_MSG(info.levels >= 2, "%s: %d levels, want several", what[k], info.levels);
+        printf("%-72s levels=%d\n", what[k], info.levels);
+        expect_exact_set(what[k], &s[k], 0);
+        tl_set_free(&s[k]);
+    }
 }
 
 static const tl_case cases[] = {
@@ -1223,6 +1283,8 @@ static const tl_case cases[] = {
      .label = "unit"},
     {"grid_sorted_layouts", .run_args = t_grid_sorted_layouts,
      .ctest_name = "unit/grid_sorted_layouts", .label = "unit"},
+    {"grid_sorted_levels", .run_args = t_grid_sorted_levels,
+     .ctest_name = "unit/grid_sorted_levels", .label = "unit"},
     {"count_errors", .run_args = t_count_errors, .ctest_name = "unit/index_count_errors",
      .label = "unit"},
     {"count_trivial", .run_args = t_count_trivial, .ctest_name = "unit/index_count_trivial",

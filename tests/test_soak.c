@@ -158,9 +158,10 @@ int main(int argc, char **argv)
         tl_generate(w, n, seed, &s);
         int scheme = (int)(tl_rng(&rng) % 6);
         float scale = tl_rng_float(&rng, 0.25f, 4.0f);
-        /* scheme 4: positions and radii times 2^-55 to 2^60 (exact): the
-         * workloads' radii 0.05 to 0.5 then reach 1.4e-18 and 2^59 */
-        float power = ldexpf(1.0f, (int)(tl_rng(&rng) % 116) - 55);
+        /* scheme 4: positions and radii times 2^-52 to 2^60 (exact): the
+         * workloads' radii, 2^-8 (powder's smallest) to 0.5, then reach the
+         * range's ends, 2^-60 and 2^59 */
+        float power = ldexpf(1.0f, (int)(tl_rng(&rng) % 113) - 52);
         for (size_t i = 0; i < n; i++) {
             if (scheme == 1)
                 s.radius[i] *= scale;

@@ -28,7 +28,9 @@
  * compiler vectorises; the contacts found are compacted (AVX-512 compress,
  * on the AVX2 path a permutation looked up from the mask, a branch-free
  * loop elsewhere; every vector of candidates is stored whether or not it
- * holds a contact, which is faster than a branch that mispredicts) and
+ * holds a contact, which is faster than a branch that mispredicts; where
+ * the count found few contacts per candidate, only the indices of those
+ * that touch, their fields gathered afterwards) and
  * their values computed by a second vectorised loop, then streamed to the
  * list (a crowded neighbourhood that does not fit the scratch is tested run
  * by run).
@@ -912,6 +914,7 @@ typedef struct found {
     uint32_t a[PAIRS + 16], b[PAIRS + 16];
     float dx[PAIRS + 16], dy[PAIRS + 16], dz[PAIRS + 16], s[PAIRS + 16];
     uint32_t count;
+    bool sparse; /* few contacts per candidate: see write_gathered() */
 } found;
 
 #if defined(__AVX512F__)
@@ -1076,6 +1079,14 @@ static inline __m256i compress_permutation(unsigned m)
 }
 #endif
 
+#if defined(__AVX512F__)
+/* The lanes of the first min(left, 16) elements. */
+static inline __mmask16 tail_mask16(uint32_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+#endif
+
 static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, uint32_t q,
                                          ns_contact *out)
 {
@@ -1101,15 +1112,39 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             __m512 S = _mm512_add_ps(PR, v->r ? _mm512_loadu_ps(sc->r + k0) : RU);
             __mmask16 m = _mm512_cmp_ps_mask(D2, _mm512_mul_ps(S, S), _CMP_LT_OQ) &
                           _mm512_cmpgt_epu32_mask(K, Q);
-            _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
-            _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
-            _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
-            if (v->r)
-                _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
-            _mm512_storeu_si512(fd->b + f,
-                                _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
-            _mm512_storeu_si512(fd->a + f, A);
+            if (fd->sparse) {
+                _mm512_storeu_si512(fd->b + f, _mm512_maskz_compress_epi32(m, K));
+            } else {
+                _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
+                _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
+                _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
+                if (v->r)
+                    _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
+                _mm512_storeu_si512(
+                    fd->b + f, _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
+                _mm512_storeu_si512(fd->a + f, A);
+            }
             f += (uint32_t)__builtin_popcount(m);
+        }
+        /* sparse: only the candidates' indices were stored; the few that
+         * touch get their fields gathered from the scratch by them (the
+         * same operations, so the same values), 16 at a time */
+        for (uint32_t t = fd->count; fd->sparse && t < f; t += 16) {
+            __mmask16 in = tail_mask16(f - t);
+            __m512i KI = _mm512_maskz_loadu_epi32(in, fd->b + t);
+            __m512 zero = _mm512_setzero_ps();
+            _mm512_storeu_ps(fd->dx + t,
+                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->x, 4), PX));
+            _mm512_storeu_ps(fd->dy + t,
+                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->y, 4), PY));
+            _mm512_storeu_ps(fd->dz + t,
+                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->z, 4), PZ));
+            if (v->r)
+                _mm512_storeu_ps(
+                    fd->s + t, _mm512_add_ps(PR, _mm512_mask_i32gather_ps(zero, in, KI, sc->r, 4)));
+            _mm512_storeu_si512(
+                fd->b + t, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, KI, sc->id, 4));
+            _mm512_storeu_si512(fd->a + t, A);
         }
         fd->count = f;
         (void)hit;
@@ -1556,11 +1591,6 @@ static inline probe16 probe16_of(const probe *p)
                      _mm512_set1_ps(p->r)};
 }
 
-static inline __mmask16 tail_mask16(uint32_t left)
-{
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-}
-
 static inline __mmask16 probe16_test(const probe16 *P, const view *v, uint32_t k0, __mmask16 in,
                                      __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
 {
@@ -1719,7 +1749,7 @@ static size_t cross_contacts(const level *f, const view *vf, const probe *p, fou
  * clear the sum is, and the pairs it tested in *tested; pass 2 writes each
  * unit's contacts at the offset S->unit_total then holds. */
 static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns_contact *items,
-                         size_t limit, size_t *tested)
+                         bool sparse, size_t limit, size_t *tested)
 {
     view views[LEVELS];
     for (int l = 0; l < S->levels; l++)
@@ -1732,6 +1762,7 @@ static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns
         scratch sc;
         found fd;
         fd.count = 0;
+        fd.sparse = sparse;
         around ar[LEVELS];
         for (int l = 0; l < LEVELS; l++)
             ar[l].block = SIZE_MAX;
@@ -1788,19 +1819,17 @@ static ns_status count(void *p, const ns__input *in, size_t *total, ns_error *er
 {
     (void)err;
     state *S = p;
-    *total = units_pass(S, in, 0, units_of(S), NULL, SIZE_MAX, NULL);
+    *total = units_pass(S, in, 0, units_of(S), NULL, false, SIZE_MAX, NULL);
     return NS_OK;
 }
 
 /* The units [u0, u1) counted (at most in->max_contacts, else refused),
- * their counts turned into offsets from u0's first contact; *tested += the
+ * their counts turned into offsets from u0's first contact; *tested = the
  * pairs tested. */
 static ns_status count_units(state *S, const ns__input *in, size_t u0, size_t u1, size_t *total,
                              size_t *tested, ns_error *err)
 {
-    size_t pairs;
-    *total = units_pass(S, in, u0, u1, NULL, in->max_contacts, &pairs);
-    *tested += pairs;
+    *total = units_pass(S, in, u0, u1, NULL, false, in->max_contacts, tested);
     if (*total > in->max_contacts)
         return ns__too_many_contacts(err, in->max_contacts);
     size_t *offset = S->unit_total.a, at = 0;
@@ -1812,18 +1841,31 @@ static ns_status count_units(state *S, const ns__input *in, size_t u0, size_t u1
     return NS_OK;
 }
 
+/* Whether the write pass should store only the indices of the candidates
+ * that touch and gather their fields afterwards (see write_gathered()):
+ * when there are more than SPARSE pairs tested per contact, most vectors
+ * of candidates hold no contact, and storing six compacted fields for each
+ * costs more than gathering them for the few contacts (polydisperse, 28
+ * per contact: the query about 20% faster; uniform, 7: 25% slower). */
+enum { SPARSE = 12 };
+static bool sparse(size_t contacts, size_t pairs)
+{
+    return pairs / SPARSE > contacts;
+}
+
 static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size_t *candidates,
                        ns_error *err)
 {
     state *S = p;
-    size_t total;
-    ns_status st = count_units(S, in, 0, units_of(S), &total, candidates, err);
+    size_t total, pairs = 0;
+    ns_status st = count_units(S, in, 0, units_of(S), &total, &pairs, err);
+    *candidates += pairs;
     if (st == NS_OK)
         st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
     if (total > 0)
-        units_pass(S, in, 0, units_of(S), list->items, SIZE_MAX, NULL);
+        units_pass(S, in, 0, units_of(S), list->items, sparse(total, pairs), SIZE_MAX, NULL);
     list->count = total;
     return NS_OK;
 }
@@ -1857,15 +1899,16 @@ static ns_status stream(void *p, const ns__input *in, ns_contact_sink sink, void
         size_t first = particles_before(S, u0);
         for (u1 = u0 + 1; u1 < units && particles_before(S, u1) - first < batch; u1++)
             ;
-        size_t total;
-        ns_status st = count_units(S, in, u0, u1, &total, candidates, err);
+        size_t total, pairs = 0;
+        ns_status st = count_units(S, in, u0, u1, &total, &pairs, err);
+        *candidates += pairs;
         if (st != NS_OK)
             return st;
         if (total == 0)
             continue;
         if (!ns__buf_reserve(&S->batch, total, sizeof(ns_contact)))
             return ns__fail_oom(err, "a batch of the streamed contacts");
-        units_pass(S, in, u0, u1, S->batch.a, SIZE_MAX, NULL);
+        units_pass(S, in, u0, u1, S->batch.a, sparse(total, pairs), SIZE_MAX, NULL);
         if (!sink(S->batch.a, total, user))
             break;
     }

@@ -1545,6 +1545,15 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     }
     if (st != NS_OK)
         return st;
+    /* nothing kept that this build does not use (a previous one may have
+     * had more levels): info() reports what the index holds */
+    for (int l = S->levels; l < LEVELS; l++)
+        level_free(&S->level[l]);
+    if (S->levels == 1) {
+        ns__u32s_free(&S->ids);
+        ns__buf_free(&S->split);
+        ns__buf_free(&S->threads);
+    }
     S->unit_first[0] = 0;
     for (int l = 0; l < S->levels; l++)
         S->unit_first[l + 1] = S->unit_first[l] + S->level[l].units;
@@ -1925,12 +1934,15 @@ static void info(const void *p, ns_index_info *info)
                    S->split.capacity * sizeof(float) + S->threads.capacity * sizeof(size_t);
     info->layout = names[S->level[0].layout];
     info->levels = S->levels;
-    for (int l = 0; l < S->levels; l++) {
+    for (int l = 0; l < LEVELS; l++) { /* what every level holds, used or not */
         const level *s = &S->level[l];
         info->bytes += s->soa.capacity * sizeof(float) +
                        (s->start.capacity + s->order.capacity + s->key.capacity +
                         s->bucket.capacity + s->group_first.capacity + s->coarse.capacity) *
                            sizeof(uint32_t);
+    }
+    for (int l = 0; l < S->levels; l++) {
+        const level *s = &S->level[l];
         info->cells += s->cells;
         info->table_size += s->layout == HASHED ? s->groups : 0;
         for (size_t c = 0; c < s->cells; c++)

@@ -1369,7 +1369,7 @@ typedef struct state {
     ns__u32s ids;       /* more than one level: n, the caller's index of each particle,
                          * level by level (each in the caller's order) */
     ns__buf split;      /* more than one level: their positions (3 n), then radii (n) */
-    ns__buf threads;    /* more than one level: size_t, particles per thread and level */
+    ns__buf threads;    /* more than one level: size_t, particles per share and level */
     ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
     ns__buf batch;      /* ns_contact: one batch of a streaming query */
     size_t n;

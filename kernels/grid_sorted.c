@@ -1087,6 +1087,37 @@ static inline __mmask16 tail_mask16(uint32_t left)
 }
 #endif
 
+#if defined(__AVX512F__)
+/* The candidates of mask m appended to fd at f, compacted: x_k - x_p
+ * (likewise y, z), r_p + r_k (S, NULL for one radius for all), the
+ * caller's index of each (B) and of the particle tested (A). */
+static inline void keep16(found *fd, uint32_t f, __mmask16 m, __m512 DX, __m512 DY, __m512 DZ,
+                          const __m512 *S, __m512i B, __m512i A)
+{
+    _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
+    _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
+    _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
+    if (S)
+        _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, *S));
+    _mm512_storeu_si512(fd->b + f, _mm512_maskz_compress_epi32(m, B));
+    _mm512_storeu_si512(fd->a + f, A);
+}
+#elif defined(__AVX2__)
+/* keep16() for 8 lanes, compacted by the permutation of mask m. */
+static inline void keep8(found *fd, uint32_t f, unsigned m, __m256 DX, __m256 DY, __m256 DZ,
+                         const __m256 *S, __m256i B, __m256i A)
+{
+    __m256i P = compress_permutation(m);
+    _mm256_storeu_ps(fd->dx + f, _mm256_permutevar8x32_ps(DX, P));
+    _mm256_storeu_ps(fd->dy + f, _mm256_permutevar8x32_ps(DY, P));
+    _mm256_storeu_ps(fd->dz + f, _mm256_permutevar8x32_ps(DZ, P));
+    if (S)
+        _mm256_storeu_ps(fd->s + f, _mm256_permutevar8x32_ps(*S, P));
+    _mm256_storeu_si256((__m256i *)(void *)(fd->b + f), _mm256_permutevar8x32_epi32(B, P));
+    _mm256_storeu_si256((__m256i *)(void *)(fd->a + f), A);
+}
+#endif
+
 static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, uint32_t q,
                                          ns_contact *out)
 {
@@ -1112,18 +1143,10 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             __m512 S = _mm512_add_ps(PR, v->r ? _mm512_loadu_ps(sc->r + k0) : RU);
             __mmask16 m = _mm512_cmp_ps_mask(D2, _mm512_mul_ps(S, S), _CMP_LT_OQ) &
                           _mm512_cmpgt_epu32_mask(K, Q);
-            if (fd->sparse) {
+            if (fd->sparse)
                 _mm512_storeu_si512(fd->b + f, _mm512_maskz_compress_epi32(m, K));
-            } else {
-                _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
-                _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
-                _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
-                if (v->r)
-                    _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
-                _mm512_storeu_si512(
-                    fd->b + f, _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->id + k0)));
-                _mm512_storeu_si512(fd->a + f, A);
-            }
+            else
+                keep16(fd, f, m, DX, DY, DZ, v->r ? &S : NULL, _mm512_loadu_si512(sc->id + k0), A);
             f += (uint32_t)__builtin_popcount(m);
         }
         /* sparse: only the candidates' indices were stored; the few that
@@ -1170,17 +1193,8 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
             __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
                                      _mm256_castsi256_ps(_mm256_cmpgt_epi32(K, Q)));
             unsigned m = (unsigned)_mm256_movemask_ps(T);
-            __m256i P = compress_permutation(m);
-            _mm256_storeu_ps(fd->dx + f, _mm256_permutevar8x32_ps(DX, P));
-            _mm256_storeu_ps(fd->dy + f, _mm256_permutevar8x32_ps(DY, P));
-            _mm256_storeu_ps(fd->dz + f, _mm256_permutevar8x32_ps(DZ, P));
-            if (v->r)
-                _mm256_storeu_ps(fd->s + f, _mm256_permutevar8x32_ps(S, P));
-            _mm256_storeu_si256(
-                (__m256i *)(void *)(fd->b + f),
-                _mm256_permutevar8x32_epi32(
-                    _mm256_loadu_si256((const __m256i *)(const void *)(sc->id + k0)), P));
-            _mm256_storeu_si256((__m256i *)(void *)(fd->a + f), A);
+            keep8(fd, f, m, DX, DY, DZ, v->r ? &S : NULL,
+                  _mm256_loadu_si256((const __m256i *)(const void *)(sc->id + k0)), A);
             f += (uint32_t)__builtin_popcount(m);
         }
         fd->count = f;
@@ -1456,24 +1470,17 @@ static void split_levels(state *S, const ns__input *in, const plan *pl, float lo
     }
 }
 
-/* Level l's grid: cells of twice its largest radius, widened as the
- * index's grid is, over its own bounding box. False when its cell
- * coordinates would leave the range the index checks. */
+/* Level l's grid: cells of twice its largest radius, as the index's
+ * grid, over its own bounding box. False when its cell coordinates would
+ * leave the range the index checks. */
 static bool level_grid(const ns__input *in, float max_radius, const float lo[3], const float hi[3],
                        ns__grid *g)
 {
     *g = in->grid;
     g->max_radius = max_radius;
-    g->cell = 2.0 * (double)max_radius * (1.0 + 0x1p-20);
-    g->inv_cell = 1.0 / g->cell;
-    for (int a = 0; a < 3; a++) {
-        g->lo[a] = lo[a], g->hi[a] = hi[a];
-        double clo = floor((double)lo[a] * g->inv_cell), chi = floor((double)hi[a] * g->inv_cell);
-        if (!(fabs(clo) <= NS_MAX_CELL_COORD && fabs(chi) <= NS_MAX_CELL_COORD))
-            return false;
-        g->cell_lo[a] = (int64_t)clo, g->cell_hi[a] = (int64_t)chi;
-    }
-    return true;
+    memcpy(g->lo, lo, sizeof g->lo);
+    memcpy(g->hi, hi, sizeof g->hi);
+    return ns__grid_set_cells(g) < 0;
 }
 
 /* More than one level: each level's particles split out, its grid built,
@@ -1563,16 +1570,16 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
 }
 
 /* The cells of finer level f that a probe of a coarser level may touch:
- * those within its reach (its radius plus f's largest) along each axis,
- * clamped to f's cells. A contact accepted by the float predicate is
- * within that reach widened by a relative 2^-20 (as the index's cell is);
+ * those within reach along each axis (its radius plus f's largest, widened
+ * by a relative 2^-20: see cross_contacts()), clamped to f's cells. A
+ * contact accepted by the float predicate is within that reach (as within
+ * the index's widened cell);
  * the margin of 2^-40 of the coordinate absorbs the rounding of the bound
  * in double, and floor(x / cell) is monotone, so no such contact is
  * outside the box. False: the box is empty. */
-static bool reach_box(const level *f, const probe *p, int64_t lo[3], int64_t hi[3])
+static bool reach_box(const level *f, const probe *p, double reach, int64_t lo[3], int64_t hi[3])
 {
     const ns__grid *g = &f->grid;
-    double reach = ((double)p->r + (double)g->max_radius) * (1.0 + 0x1p-20);
     const float at[3] = {p->x, p->y, p->z};
     for (int a = 0; a < 3; a++) {
         double x = (double)at[a], margin = reach + fabs(x) * 0x1p-40;
@@ -1632,13 +1639,7 @@ static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, ui
         __mmask16 in = tail_mask16(e - k0);
         __m512 DX, DY, DZ, S;
         __mmask16 m = probe16_test(&P, v, k0, in, &DX, &DY, &DZ, &S);
-        _mm512_storeu_ps(fd->dx + f, _mm512_maskz_compress_ps(m, DX));
-        _mm512_storeu_ps(fd->dy + f, _mm512_maskz_compress_ps(m, DY));
-        _mm512_storeu_ps(fd->dz + f, _mm512_maskz_compress_ps(m, DZ));
-        _mm512_storeu_ps(fd->s + f, _mm512_maskz_compress_ps(m, S));
-        _mm512_storeu_si512(
-            fd->b + f, _mm512_maskz_compress_epi32(m, _mm512_maskz_loadu_epi32(in, v->order + k0)));
-        _mm512_storeu_si512(fd->a + f, A);
+        keep16(fd, f, m, DX, DY, DZ, &S, _mm512_maskz_loadu_epi32(in, v->order + k0), A);
         f += (uint32_t)__builtin_popcount(m);
     }
     fd->count = f;
@@ -1661,16 +1662,8 @@ static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, ui
         __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
                                  _mm256_castsi256_ps(in));
         unsigned m = (unsigned)_mm256_movemask_ps(T);
-        __m256i P = compress_permutation(m);
-        _mm256_storeu_ps(fd->dx + f, _mm256_permutevar8x32_ps(DX, P));
-        _mm256_storeu_ps(fd->dy + f, _mm256_permutevar8x32_ps(DY, P));
-        _mm256_storeu_ps(fd->dz + f, _mm256_permutevar8x32_ps(DZ, P));
-        _mm256_storeu_ps(fd->s + f, _mm256_permutevar8x32_ps(S, P));
-        _mm256_storeu_si256(
-            (__m256i *)(void *)(fd->b + f),
-            _mm256_permutevar8x32_epi32(
-                _mm256_maskload_epi32((const int *)(const void *)(v->order + k0), in), P));
-        _mm256_storeu_si256((__m256i *)(void *)(fd->a + f), A);
+        keep8(fd, f, m, DX, DY, DZ, &S,
+              _mm256_maskload_epi32((const int *)(const void *)(v->order + k0), in), A);
         f += (uint32_t)__builtin_popcount(m);
     }
     fd->count = f;
@@ -1716,11 +1709,11 @@ static inline double gap(double x, double a, double b, double slack)
 static size_t cross_contacts(const level *f, const view *vf, const probe *p, found *fd,
                              ns_contact **out, size_t *tested)
 {
-    int64_t lo[3], hi[3];
-    if (!reach_box(f, p, lo, hi))
-        return 0;
     const ns__grid *g = &f->grid;
     double reach = ((double)p->r + (double)g->max_radius) * (1.0 + 0x1p-20);
+    int64_t lo[3], hi[3];
+    if (!reach_box(f, p, reach, lo, hi))
+        return 0;
     double px = (double)p->x, py = (double)p->y, pz = (double)p->z;
     double slack_y = (fabs(py) + g->cell) * 0x1p-40, slack_z = (fabs(pz) + g->cell) * 0x1p-40;
     double slack_x = (fabs(px) + g->cell) * 0x1p-40;
@@ -1749,6 +1742,15 @@ static size_t cross_contacts(const level *f, const view *vf, const probe *p, fou
         }
     }
     return hits;
+}
+
+/* The level of unit u (u < all the units). */
+static inline int unit_level(const state *S, size_t u)
+{
+    int l = 0;
+    while (u >= S->unit_first[l + 1])
+        l++;
+    return l;
 }
 
 /* Over the units [u0, u1) of UNIT cells, level after level, in parallel:
@@ -1782,9 +1784,7 @@ static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns
             stop = over;
             if (stop)
                 continue;
-            int l = 0;
-            while ((size_t)u >= S->unit_first[l + 1])
-                l++;
+            int l = unit_level(S, (size_t)u);
             const level *s = &S->level[l];
             const view *v = &views[l];
             size_t c0 = ((size_t)u - S->unit_first[l]) * UNIT;
@@ -1884,9 +1884,7 @@ static size_t particles_before(const state *S, size_t u)
 {
     if (u == units_of(S))
         return S->n;
-    int l = 0;
-    while (u >= S->unit_first[l + 1])
-        l++;
+    int l = unit_level(S, u);
     return S->particle_first[l] + S->level[l].start.a[(u - S->unit_first[l]) * UNIT];
 }
 

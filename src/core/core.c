@@ -418,3 +418,18 @@ ns_status ns__list_push_slow(ns_contact_list *list, const ns_contact *c, size_t 
     list->items[list->count++] = *c;
     return NS_OK;
 }
+
+int ns__grid_set_cells(ns__grid *g)
+{
+    g->cell = 2.0 * (double)g->max_radius * (1.0 + 0x1p-20);
+    g->inv_cell = 1.0 / g->cell;
+    for (int k = 0; k < 3; k++) {
+        double clo = floor((double)g->lo[k] * g->inv_cell);
+        double chi = floor((double)g->hi[k] * g->inv_cell);
+        if (!(fabs(clo) <= NS_MAX_CELL_COORD && fabs(chi) <= NS_MAX_CELL_COORD))
+            return k;
+        g->cell_lo[k] = (int64_t)clo;
+        g->cell_hi[k] = (int64_t)chi;
+    }
+    return -1;
+}

@@ -80,7 +80,7 @@ void ns__ok(ns_error *err);
  * edge, the bounding box and the range of cell coordinates. */
 typedef struct ns__grid {
     float max_radius;
-    double cell;     /* 2 * max_radius, widened by 2^-20 (see index.c) */
+    double cell;     /* 2 * max_radius, widened by 2^-20 (see ns__grid_set_cells) */
     double inv_cell; /* 1 / cell */
     float lo[3], hi[3];
     int64_t cell_lo[3], cell_hi[3]; /* floor(lo * inv_cell), floor(hi * inv_cell) */
@@ -120,6 +120,16 @@ static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, 
     c->ny = coincident ? 0.0f : dy / d + 0.0f;
     c->nz = coincident ? 0.0f : dz / d + 0.0f;
 }
+
+/* Sets g's cell edge from its max_radius (2 * max_radius widened by a
+ * relative 2^-20: a contact accepted by the float predicate has
+ * |x_j - x_i| < 2 * max_radius exactly, rounding being monotone, and the
+ * widening absorbs the rounding of floor(x / cell) in double, so touching
+ * particles are never more than one cell apart), its inverse and the range
+ * of cell coordinates of its box lo..hi. Returns -1, or the first axis whose
+ * cell coordinates would be beyond NS_MAX_CELL_COORD (cell_lo and cell_hi
+ * are then not all set). */
+int ns__grid_set_cells(ns__grid *g);
 
 /* Integer cell coordinate of x; the grid's range check makes it exact. */
 static inline int64_t ns__cell_coord(const ns__grid *g, float x)

@@ -80,34 +80,22 @@ static bool cell_in_range(double c)
     return fabs(c) <= NS_MAX_CELL_COORD;
 }
 
-/* The cell edge is the largest interaction distance 2 * max_radius, widened
- * by a relative 2^-20: a contact accepted by the float predicate has
- * |x_j - x_i| < 2 * max_radius exactly (rounding is monotone), and the
- * widening absorbs the rounding of floor(x / cell) in double, so touching
- * particles are never more than one cell apart. */
+/* The cell edge and the range of cell coordinates (ns__grid_set_cells);
+ * refused when a coordinate is beyond 2^62 cells from the origin, naming
+ * the first particle there. */
 static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
 {
     ns__grid *g = &in->grid;
-    g->cell = 2.0 * (double)g->max_radius * (1.0 + 0x1p-20);
-    g->inv_cell = 1.0 / g->cell;
-    for (int k = 0; k < 3; k++) {
-        double clo = floor((double)g->lo[k] * g->inv_cell);
-        double chi = floor((double)g->hi[k] * g->inv_cell);
-        if (cell_in_range(clo) && cell_in_range(chi)) {
-            g->cell_lo[k] = (int64_t)clo;
-            g->cell_hi[k] = (int64_t)chi;
-            continue;
-        }
-        size_t bad = 0;
-        while (bad < p->n &&
-               cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * g->inv_cell)))
-            bad++;
-        return ns__fail(err, NS_ERR_TOO_LARGE, bad,
-                        "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
-                        "origin",
-                        bad, "xyz"[k], (double)p -> pos[3 * bad + (size_t)k], g -> cell);
-    }
-    return NS_OK;
+    int k = ns__grid_set_cells(g);
+    if (k < 0)
+        return NS_OK;
+    size_t bad = 0;
+    while (bad < p->n && cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * g->inv_cell)))
+        bad++;
+    return ns__fail(err, NS_ERR_TOO_LARGE, bad,
+                    "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "
+                    "origin",
+                    bad, "xyz"[k], (double)p -> pos[3 * bad + (size_t)k], g -> cell);
 }
 
 ns_status ns_index_create(const ns_kernel *kernel, const ns_config *config, ns_index **out,

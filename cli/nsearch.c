@@ -179,12 +179,13 @@ int main(int argc, char **argv)
         cli_command = kernels ? "kernels" : "workloads";
         opt json = OPT_FLAG_ENTRY("--json");
         cli_parse(argc - 2, argv + 2, &json, 1,
-                  kernels ? "Usage: nsearch kernels [--json]\nLists the kernels: name, then a "
-                            "one-line description; with --json\nevery field of the kernel table "
-                            "(README, \"Adding a kernel\").\n"
-                          : "Usage: nsearch workloads [--json]\nLists the workload generators: "
-                            "name, then a one-line description;\nwith --json every field of the "
-                            "workload table (cache_version, at_rest, headline, bulk).\n");
+                  kernels
+                      ? "Usage: nsearch kernels [--json]\nLists the kernels: name, then a "
+                        "one-line description; with --json\nevery field of the kernel table "
+                        "(README, \"Adding a kernel\").\n"
+                      : "Usage: nsearch workloads [--json]\nLists the workload generators: "
+                        "name, then a one-line description;\nwith --json every field of the "
+                        "workload table (cache_version, at_rest, headline, bulk,\nwide_radii).\n");
         kernels ? list_kernels(json.given) : list_workloads(json.given);
         cli_print_and_exit("");
     }

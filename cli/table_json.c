@@ -39,10 +39,10 @@ void table_json_kernels(FILE *f)
         fprintf(f,
                 ", \"parallel\": %s, \"uses_table_size\": %s, \"quadratic\": %s, "
                 "\"domain_memory\": %s, \"stable_order\": %s, \"reference\": %d, \"bound\": %s, "
-                "\"min_per_thread\": %zu}",
+                "\"min_per_thread\": %zu, \"radius_levels\": %s}",
                 boolean(K->parallel), boolean(K->uses_table_size), boolean(K->quadratic),
                 boolean(K->domain_memory), boolean(K->stable_order), K->reference,
-                boolean(K->bound), K->min_per_thread);
+                boolean(K->bound), K->min_per_thread, boolean(K->radius_levels));
     }
     fputs("]\n", f);
 }
@@ -53,8 +53,11 @@ void table_json_workloads(FILE *f)
     for (size_t k = 0; k < ns_workload_count(); k++) {
         const ns_workload *W = ns_workload_at(k);
         table_json_open(f, k, W->name, W->description);
-        fprintf(f, ", \"cache_version\": %d, \"at_rest\": %s, \"headline\": %s, \"bulk\": %s}",
-                W->cache_version, boolean(W->at_rest), boolean(W->headline), boolean(W->bulk));
+        fprintf(f,
+                ", \"cache_version\": %d, \"at_rest\": %s, \"headline\": %s, \"bulk\": %s, "
+                "\"wide_radii\": %s}",
+                W->cache_version, boolean(W->at_rest), boolean(W->headline), boolean(W->bulk),
+                boolean(W->wide_radii));
     }
     fputs("]\n", f);
 }

@@ -14,7 +14,7 @@
  * their library was found) are configurations like the kernels,
  * peer/workload/n:N/threads:T, validated and timed the same way (their
  * build, then their query into the contact list), to 100,000 particles on
- * the workloads the table does not mark bulk.
+ * the workloads the table does not mark bulk or marks wide_radii.
  *
  * Three configurations are not kernels; they are registered beside the
  * kernels of every workload and n, at every thread count of the run:
@@ -82,9 +82,12 @@
  * on the others: they test every pair, so their time hardly depends on the
  * layout, and one search of 100,000 particles takes seconds. */
 #define QUADRATIC_OTHER_MAX_N 10000
-/* The peers (other libraries) run to PEER_OTHER_MAX_N on the workloads the
- * table does not mark bulk, and to --max-n on the bulk ones. */
-#define PEER_OTHER_MAX_N 100000
+/* The peers (other libraries) run to OTHER_MAX_N on the workloads the
+ * table does not mark bulk, and to --max-n on the bulk ones. On a workload
+ * marked wide_radii the kernels without radius_levels and the peers stop at
+ * OTHER_MAX_N: the largest radius sets their cells or search radius, and one
+ * search of a million particles takes them seconds to a minute. */
+#define OTHER_MAX_N 100000
 #define SEED 1
 #define BOUND_NAME "bound"     /* the bound kernel's binning + count, no output */
 #define WRITE_NAME "write"     /* streaming the reference's contacts to memory */
@@ -856,7 +859,9 @@ static const char help[] =
     "                     searches built in, where found: nanoflann_kdtree, boost_rtree,\n"
     "                     cgal_box_intersection, scipy_ckdtree, lammps_neighbor,\n"
     "                     lammps_neighbor_sorted) are selected the same way,\n"
-    "                     to 100,000 particles on the workloads not marked bulk; three\n"
+    "                     to 100,000 particles on the workloads not marked bulk or\n"
+    "                     marked wide_radii (powder), as the kernels without\n"
+    "                     radius_levels are on the wide_radii ones; three\n"
     "                     names select a configuration that is not a kernel: bound\n"
     "                     (grid_sorted's binning plus its count of the contacts, with no\n"
     "                     output), write (the reference's contacts, 24 bytes each,\n"
@@ -879,7 +884,8 @@ static const char help[] =
     "                     them once\n"
     "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
     "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...);\n"
-    "                     the quadratic ones stop at 100000 on uniform, 10000 elsewhere\n"
+    "                     the quadratic ones stop at 100000 on uniform, 10000 elsewhere,\n"
+    "                     those without radius_levels at 100000 on wide_radii workloads\n"
     "  --out DIR          results folder (default results/<host>/<UTC timestamp>); the JSON\n"
     "                     is written as DIR/bench.json when complete, DIR/bench.partial.json\n"
     "                     when interrupted\n"
@@ -1046,7 +1052,7 @@ static void register_sweep(const options *o, int cores)
         const char *wl = ns_workload_at(w)->name;
         if (!in_list(o->workloads, wl))
             continue;
-        bool headline = ns_workload_at(w)->headline;
+        bool headline = ns_workload_at(w)->headline, wide = ns_workload_at(w)->wide_radii;
         const size_t *sizes = headline ? headline_sizes : other_sizes;
         size_t n_sizes = headline ? sizeof headline_sizes / sizeof *headline_sizes
                                   : sizeof other_sizes / sizeof *other_sizes;
@@ -1064,6 +1070,7 @@ static void register_sweep(const options *o, int cores)
                 const ns_kernel *ker = ns_kernel_at(k);
                 size_t most = headline ? REFERENCE_MAX_N : QUADRATIC_OTHER_MAX_N;
                 if (!in_list(o->kernels, ker->name) || (ker->quadratic && all[s] > most) ||
+                    (wide && !ker->radius_levels && all[s] > OTHER_MAX_N) ||
                     (!ker->parallel && !serial))
                     continue;
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
@@ -1072,7 +1079,7 @@ static void register_sweep(const options *o, int cores)
             for (size_t k = 0; k < nsb_peer_count(); k++) {
                 const nsb_peer *peer = nsb_peer_at(k);
                 if (!in_list(o->kernels, peer->name) ||
-                    (!ns_workload_at(w)->bulk && all[s] > PEER_OTHER_MAX_N) ||
+                    ((!ns_workload_at(w)->bulk || wide) && all[s] > OTHER_MAX_N) ||
                     (!peer->parallel && !serial))
                     continue;
                 for (int t = 0; t < (peer->parallel ? n_threads : 1); t++)

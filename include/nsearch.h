@@ -251,6 +251,12 @@ typedef struct ns_kernel {
                                 many particles per thread, starting and synchronising
                                 one more thread costs more than it saves (measured per
                                 kernel); config.exact_threads overrides it; 0: no limit */
+    bool radius_levels;      /* bins particles in levels of cells by radius class, so
+                                its work per contact hardly grows with the spread of
+                                the radii; else the largest radius sets every cell,
+                                and a small particle among large ones tests hundreds
+                                of candidates (nsearch-bench stops such kernels at
+                                100,000 particles on a wide_radii workload) */
     const ns_kernel_ops *ops;
 } ns_kernel;
 
@@ -399,6 +405,10 @@ typedef struct ns_workload {
                           (uniform, polydisperse, powder, settled): nsearch-bench
                           measures the other libraries on it at every n, on the
                           others to 100,000 */
+    bool wide_radii;   /* radii over two decades or more (powder): nsearch-bench measures
+                          the kernels without radius_levels, and the other libraries,
+                          on it to 100,000 only (one search of a million takes them
+                          seconds to a minute) */
 } ns_workload;
 
 size_t ns_workload_count(void);

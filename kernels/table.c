@@ -29,14 +29,14 @@ enum { PATHS = 1 };
 #endif
 
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread)                                  \
+                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
     DECLARE(name)
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel_ops *const ops_by_path[][PATHS] = {
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread)                                  \
+                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
     PATHS_OF(name),
 #include "kernel_list.h"
 #undef NS_KERNEL
@@ -46,9 +46,9 @@ static const ns_kernel_ops *const ops_by_path[][PATHS] = {
  * runs the ops ns__kernel_ops chooses. */
 static const ns_kernel kernels[] = {
 #define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread)                                  \
-    {#name,        description, parallel, uses_table_size, quadratic,        domain_memory,        \
-     stable_order, reference,   bound,    min_per_thread,  PORTABLE_OF(name)},
+                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
+    {#name,        description, parallel, uses_table_size, quadratic,     domain_memory,           \
+     stable_order, reference,   bound,    min_per_thread,  radius_levels, PORTABLE_OF(name)},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };

@@ -110,13 +110,13 @@ static void t_kernel_table(void)
         const char *name;
         bool parallel, table, quadratic, domain_memory, stable_order;
         int reference;
-        bool bound;
-    } known[] = {{"naive", false, false, true, false, true, 1, false},
-                 {"naive_omp", true, false, true, false, false, 0, false},
-                 {"grid_dense", false, false, false, true, true, 3, false},
-                 {"hash_serial", false, true, false, false, true, 2, false},
-                 {"hash_parallel", true, true, false, false, false, 4, false},
-                 {"grid_sorted", true, false, false, false, true, 0, true}};
+        bool bound, radius_levels;
+    } known[] = {{"naive", false, false, true, false, true, 1, false, false},
+                 {"naive_omp", true, false, true, false, false, 0, false, false},
+                 {"grid_dense", false, false, false, true, true, 3, false, false},
+                 {"hash_serial", false, true, false, false, true, 2, false, false},
+                 {"hash_parallel", true, true, false, false, false, 4, false, false},
+                 {"grid_sorted", true, false, false, false, true, 0, true, true}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ns_kernel *K = ns_kernel_find(known[i].name);
         check_set_context("documented kernel %s", known[i].name);
@@ -130,6 +130,7 @@ static void t_kernel_table(void)
         CHECK_EQ_I(K->stable_order, known[i].stable_order);
         CHECK_EQ_I(K->reference, known[i].reference);
         CHECK_EQ_I(K->bound, known[i].bound);
+        CHECK_EQ_I(K->radius_levels, known[i].radius_levels);
     }
 }
 
@@ -170,6 +171,22 @@ static void t_workload_table(int argc, char **argv)
     REQUIRE(settled != NULL);
     CHECK_EQ_I(settled->cache_version, NS_SETTLED_VERSION);
     CHECK(settled->at_rest && !settled->headline);
+    /* wide_radii says what the generated radii do: span two decades or more */
+    for (size_t k = 0; k < count; k++) {
+        const ns_workload *W = ns_workload_at(k);
+        if (W->cache_version > 0) /* simulated: equal spheres, seconds to make */
+            continue;
+        enum { N = 20000 };
+        static float pos[3 * N], radius[N];
+        REQUIRE(W->generate(N, 1, 1, pos, radius, NULL) == NS_OK);
+        float lo = radius[0], hi = radius[0];
+        for (size_t i = 1; i < N; i++) {
+            lo = radius[i] < lo ? radius[i] : lo;
+            hi = radius[i] > hi ? radius[i] : hi;
+        }
+        check_set_context("workload %s: radii %g to %g", W->name, lo, hi);
+        CHECK_EQ_I(W->wide_radii, hi >= 100.0f * lo);
+    }
 
     check_set_context("workload lookups");
     CHECK(ns_workload_at(count) == NULL);

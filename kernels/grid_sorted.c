@@ -52,11 +52,14 @@
 #endif
 
 enum {
-    UNIT = 64,       /* cells per unit of parallel work */
-    BLOCK_SHIFT = 2, /* a block of the blocked and hashed layouts: 2^2 = 4 cells per axis */
-    CHUNK = 32,      /* candidates tested together before their contacts are written */
-    SMALL = 24,      /* groups up to this size are sorted by insertion */
-    COPY = 16,       /* elements per move when gathering candidates (see copy_floats) */
+    UNIT = 64,        /* cells per unit of parallel work */
+    BLOCK_SHIFT = 2,  /* a block of the blocked and hashed layouts: 2^2 = 4 cells per axis */
+    CHUNK = 32,       /* candidates tested together before their contacts are written */
+    SMALL = 24,       /* groups up to this size are sorted by insertion (by block) */
+    SMALL_INDEX = 64, /* likewise by index alone: the scatter leaves each cell a merge of
+                       * the threads' ascending runs, nearly sorted (polydisperse's
+                       * cells of ~30 built 1.3x faster than with heapsort above 24) */
+    COPY = 16,        /* elements per move when gathering candidates (see copy_floats) */
     SLACK = COPY,
 };
 
@@ -186,7 +189,7 @@ static void sift_down(const sorter *so, uint32_t *a, size_t root, size_t len)
  * recursion) for a crowded cell. */
 static void sort_group(const sorter *so, uint32_t *a, size_t len)
 {
-    if (len <= SMALL) {
+    if (len <= (so->by_block ? SMALL : SMALL_INDEX)) {
         for (size_t i = 1; i < len; i++) {
             uint32_t v = a[i];
             size_t k = i;

@@ -483,8 +483,9 @@ def plotdata(all_figures, out):
     meta["threads"] = r.max_threads()
 
     # breakdown: the largest n every kernel line has on uniform; label, build
-    # (value low high), query (value low high)
-    kernel_lines = [(k, t) for k, t in lines if k not in FLOORS]
+    # (value low high), query (value low high); not oneshot, one call with no
+    # build of its own to time
+    kernel_lines = [(k, t) for k, t in lines if k not in FLOORS and k != benchdata.ONESHOT]
     common = set.intersection(*[{c.n for c in r.series(hw, k, t)}
                                 for k, t in kernel_lines]) if kernel_lines else set()
     n_common = max(common) if common else 0

@@ -6,6 +6,7 @@ without them (tests/plots/*.json).
 """
 import json
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -263,6 +264,18 @@ class OneShot(unittest.TestCase):
             self.assertAlmostEqual(ratio.value, f.est(c).value / reused.value)
             self.assertEqual([row[1], row[2]], [str(c.threads), str(c.n)])
             self.assertEqual(row[5].rstrip(" |"), stats.text(ratio))
+
+    def test_not_in_the_breakdown(self):
+        """The breakdown figure splits a search into build and query: oneshot is
+        one call with no build of its own, so it has no bar there."""
+        import results
+        out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, out)
+        results.plotdata([results.Figures(self.path)], out)
+        with open(os.path.join(out, "breakdown.dat")) as fh:
+            text = fh.read()
+        self.assertIn('"grid_sorted', text)
+        self.assertNotIn("oneshot", text)
 
     def test_no_section_without_oneshot(self):
         import results

@@ -1,8 +1,8 @@
 /* kernel_list.h - the kernel table: one line per kernel, in the order the
  * tools list them. NS_KERNEL(name, description, parallel, uses_table_size,
- * quadratic, domain_memory, stable_order, reference, bound, min_per_thread, radius_levels), the
- * fields of
- * struct ns_kernel (nsearch.h); the kernel's file kernels/<name>.c defines NS__OPS(<name>),
+ * quadratic, domain_memory, stable_order, reference, bound, min_per_thread,
+ * radius_levels), the fields of struct ns_kernel (nsearch.h); the kernel's
+ * file kernels/<name>.c defines NS__OPS(<name>),
  * its ops on each code path it is compiled for (kernel.h). min_per_thread was measured on
  * uniform (the workload where a second thread pays latest) on a 2-vCPU Zen 4: the n where
  * 2 threads first beat 1 (README, "Threads at small n"), halved, rounded up. */

@@ -426,7 +426,7 @@ int ns__grid_set_cells(ns__grid *g)
     for (int k = 0; k < 3; k++) {
         double clo = floor((double)g->lo[k] * g->inv_cell);
         double chi = floor((double)g->hi[k] * g->inv_cell);
-        if (!(fabs(clo) <= NS_MAX_CELL_COORD && fabs(chi) <= NS_MAX_CELL_COORD))
+        if (!(ns__cell_in_range(clo) && ns__cell_in_range(chi)))
             return k;
         g->cell_lo[k] = (int64_t)clo;
         g->cell_hi[k] = (int64_t)chi;

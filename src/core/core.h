@@ -121,6 +121,13 @@ static inline void ns__contact_fill(uint32_t i, uint32_t j, float dx, float dy, 
     c->nz = coincident ? 0.0f : dz / d + 0.0f;
 }
 
+/* Whether a cell coordinate (floor(x / cell), in double) is within the
+ * range the grids accept, where converting it to int64_t is exact. */
+static inline bool ns__cell_in_range(double c)
+{
+    return fabs(c) <= NS_MAX_CELL_COORD;
+}
+
 /* Sets g's cell edge from its max_radius (2 * max_radius widened by a
  * relative 2^-20: a contact accepted by the float predicate has
  * |x_j - x_i| < 2 * max_radius exactly, rounding being monotone, and the

@@ -75,11 +75,6 @@ static size_t table_size_cap(size_t n)
     return cap > NS_TABLE_SIZE_FLOOR ? cap : NS_TABLE_SIZE_FLOOR;
 }
 
-static bool cell_in_range(double c)
-{
-    return fabs(c) <= NS_MAX_CELL_COORD;
-}
-
 /* The cell edge and the range of cell coordinates (ns__grid_set_cells);
  * refused when a coordinate is beyond 2^62 cells from the origin, naming
  * the first particle there. */
@@ -90,7 +85,8 @@ static ns_status set_cells(ns__input *in, const ns_particles *p, ns_error *err)
     if (k < 0)
         return NS_OK;
     size_t bad = 0;
-    while (bad < p->n && cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * g->inv_cell)))
+    while (bad < p->n &&
+           ns__cell_in_range(floor((double)p->pos[3 * bad + (size_t)k] * g->inv_cell)))
         bad++;
     return ns__fail(err, NS_ERR_TOO_LARGE, bad,
                     "particle %zu: coordinate %c = %g is beyond 2^62 cells of %g from the "

@@ -1048,10 +1048,11 @@ static void register_sweep(const options *o, int cores)
         if (ns_kernel_at(k)->bound)
             bound = ns_kernel_at(k);
     for (size_t w = 0; w < ns_workload_count(); w++) {
-        const char *wl = ns_workload_at(w)->name;
+        const ns_workload *W = ns_workload_at(w);
+        const char *wl = W->name;
         if (!in_list(o->workloads, wl))
             continue;
-        bool headline = ns_workload_at(w)->headline, wide = ns_workload_at(w)->wide_radii;
+        bool headline = W->headline, bulk = W->bulk, wide = W->wide_radii;
         const size_t *sizes = headline ? headline_sizes : other_sizes;
         size_t n_sizes = headline ? sizeof headline_sizes / sizeof *headline_sizes
                                   : sizeof other_sizes / sizeof *other_sizes;
@@ -1077,8 +1078,7 @@ static void register_sweep(const options *o, int cores)
             }
             for (size_t k = 0; k < nsb_peer_count(); k++) {
                 const nsb_peer *peer = nsb_peer_at(k);
-                if (!in_list(o->kernels, peer->name) ||
-                    ((!ns_workload_at(w)->bulk || wide) && all[s] > OTHER_MAX_N) ||
+                if (!in_list(o->kernels, peer->name) || ((!bulk || wide) && all[s] > OTHER_MAX_N) ||
                     (!peer->parallel && !serial))
                     continue;
                 for (int t = 0; t < (peer->parallel ? n_threads : 1); t++)

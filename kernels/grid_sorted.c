@@ -1,6 +1,8 @@
 /* grid_sorted - particles reordered into cell order, half stencil, vectorised test.
  *
  * The kernel to link into a simulation. The build is a parallel counting sort
+ * (stable: one table of counts per thread, without atomics, where those
+ * tables fit in the space the positions will take)
  * that copies positions (and radii) into cell order as separate float arrays,
  * so each cell's particles are contiguous and the distance test streams
  * through memory. Three ways to number the cells, chosen per build:
@@ -56,11 +58,11 @@ enum {
     BLOCK_SHIFT = 2,  /* a block of the blocked and hashed layouts: 2^2 = 4 cells per axis */
     CHUNK = 32,       /* candidates tested together before their contacts are written */
     SMALL = 24,       /* groups up to this size are sorted by insertion (by block) */
-    SMALL_INDEX = 64, /* likewise by index alone: the scatter leaves each cell a merge of
-                       * the threads' ascending runs, nearly sorted (polydisperse's
-                       * cells of ~30 built 1.3x faster than with heapsort above 24) */
+    SMALL_INDEX = 64, /* likewise by index alone: the atomic scatter leaves each cell a
+                       * merge of the threads' ascending runs, nearly sorted */
     COPY = 16,        /* elements per move when gathering candidates (see copy_floats) */
     SLACK = COPY,
+    SHARES = 256, /* at most this many shares of the particles in a stable sort */
 };
 
 /* How cells are numbered (see the top of the file). */
@@ -269,13 +271,72 @@ static inline uint32_t particle_key(const level *s, const ns__input *in, size_t 
 }
 
 /* Parallel counting sort of the particles by key into order[], with
- * group[k] = the first particle of key k and group[keys] = n: atomic counts
- * stored one place up, an exclusive scan, then a scatter through the same
- * counters, which leaves each one at the start of the next key. */
-static void sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t keys)
+ * group[k] = the first particle of key k and group[keys] = n. True: the
+ * sort is stable, each key's particles in the caller's order. Each share
+ * of the particles (one per thread) counts its keys in a table of its own,
+ * and the offsets run key by key, share by share, so the scatter needs no
+ * atomics and keeps the order. The tables live in soa, which gather() fills
+ * only later: when they do not fit there (more than about 3 n / T keys),
+ * atomic counts stored one place up, an exclusive scan, then a scatter
+ * through the same counters, which leaves each key's particles in no set
+ * order (false). */
+static bool sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t keys)
 {
     uint32_t *key = s->key.a, *order = s->order.a;
     long long n = (long long)in->n, nk = (long long)keys;
+    long long shares = in->threads < SHARES ? in->threads : SHARES;
+    if ((size_t)shares * keys <= 3 * (size_t)n) {
+        uint32_t *table = s->soa.a; /* shares x keys */
+        size_t sum[SHARES + 1];
+#pragma omp parallel num_threads(in->threads)
+        {
+#pragma omp for schedule(static, 1)
+            for (long long t = 0; t < shares; t++) {
+                uint32_t *mine = table + (size_t)t * keys;
+                memset(mine, 0, keys * sizeof *mine);
+                for (long long i = n * t / shares; i < n * (t + 1) / shares; i++) {
+                    uint32_t k = particle_key(s, in, (size_t)i);
+                    key[i] = k;
+                    mine[k]++;
+                }
+            }
+            /* the keys cut in one range per share: the sum of each */
+#pragma omp for schedule(static, 1)
+            for (long long t = 0; t < shares; t++) {
+                size_t total = 0;
+                for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++)
+                    for (long long u = 0; u < shares; u++)
+                        total += table[(size_t)u * keys + (size_t)k];
+                sum[t + 1] = total;
+            }
+#pragma omp single
+            {
+                sum[0] = 0;
+                for (long long t = 0; t < shares; t++)
+                    sum[t + 1] += sum[t];
+            }
+#pragma omp for schedule(static, 1)
+            for (long long t = 0; t < shares; t++) {
+                size_t at = sum[t];
+                for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++) {
+                    group[k] = (uint32_t)at;
+                    for (long long u = 0; u < shares; u++) {
+                        uint32_t *c = table + (size_t)u * keys + (size_t)k, here = *c;
+                        *c = (uint32_t)at;
+                        at += here;
+                    }
+                }
+            }
+#pragma omp for schedule(static, 1)
+            for (long long t = 0; t < shares; t++) {
+                uint32_t *mine = table + (size_t)t * keys;
+                for (long long i = n * t / shares; i < n * (t + 1) / shares; i++)
+                    order[mine[key[i]]++] = (uint32_t)i;
+            }
+        }
+        group[keys] = (uint32_t)n;
+        return true;
+    }
 #pragma omp parallel num_threads(in->threads)
     {
 #pragma omp for schedule(static)
@@ -297,6 +358,7 @@ static void sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t k
         at = group[key[i] + 1]++;
         order[at] = (uint32_t)i;
     }
+    return false;
 }
 
 /* The cell and block of the caller's particle i. */
@@ -583,8 +645,8 @@ static ns_status build_blocked(level *s, const ns__input *in, bool *fits, ns_err
         return NS_OK;
     if (!ns__u32s_reserve(&s->start, s->cells + 1))
         return ns__fail_oom(err, "grid_sorted's cells");
-    sort_by_key(s, in, s->start.a, s->cells);
-    sort_cells(s, in);
+    if (!sort_by_key(s, in, s->start.a, s->cells))
+        sort_cells(s, in);
     return NS_OK;
 }
 
@@ -605,8 +667,8 @@ static ns_status build_level(level *s, const ns__input *in, ns_error *err)
                         "out of memory sorting %zu particles", n);
     ns_status st = NS_OK;
     if (s->layout == DENSE) {
-        sort_by_key(s, in, s->start.a, s->cells);
-        sort_cells(s, in);
+        if (!sort_by_key(s, in, s->start.a, s->cells))
+            sort_cells(s, in);
     } else if (s->layout == BLOCKED) {
         bool fits = true;
         st = build_blocked(s, in, &fits, err);

@@ -138,6 +138,7 @@ static struct {
     const char *reference_name; /* "naive", "hash_serial (checked against grid_dense)" */
     ns_status reference_status;
     char reference_error[300];
+    unsigned generation; /* counts the particles made: a kept peer's state is of one */
 } cache;
 
 static void die(const char *fmt, ...)
@@ -345,6 +346,7 @@ static void prepare(const char *w, size_t n)
     free(cache.radius);
     cache.workload = w;
     cache.n = n;
+    cache.generation++;
     cache.pos = malloc(3 * n * sizeof(float) + 1);
     cache.radius = malloc(n * sizeof(float) + 1);
     if (!cache.pos || !cache.radius)
@@ -694,13 +696,20 @@ typedef struct search_run {
 
 /* A peer's search state lives from one repetition of its configuration to
  * the next (in this process): its untimed first search - validation, warm
- * memory and, for LAMMPS, loading the atoms - is made once per process, not
- * before every repetition, as a peer's search can take seconds. A kernel
- * keeps the protocol of a new index per repetition. */
-static struct {
-    const config *c; /* NULL: none kept */
+ * memory and, for LAMMPS, starting it and loading the atoms - is made once
+ * per process, not before every repetition, as a peer's search can take
+ * seconds. The repetitions of a process are interleaved (the sweep asks
+ * for Google Benchmark's random interleaving), so every peer's state of the
+ * current particles is kept at once, while their contact lists take at
+ * most KEPT_BYTES together (past that, the next peer to start releases the
+ * others first). A kernel keeps the protocol of a new index per repetition. */
+enum { KEPT_MAX = 64 };
+#define KEPT_BYTES ((size_t)1 << 30)
+static struct kept_run {
+    const config *c;     /* NULL: a free place */
+    unsigned generation; /* of the particles it searched (cache.generation) */
     search_run run;
-} kept;
+} kept[KEPT_MAX];
 
 static void search_run_free(search_run *r)
 {
@@ -708,11 +717,53 @@ static void search_run_free(search_run *r)
     ns_contact_list_free(&r->contacts);
 }
 
-static void kept_release(void)
+static void kept_release(struct kept_run *k)
 {
-    if (kept.c)
-        search_run_free(&kept.run);
-    kept.c = NULL;
+    if (k->c)
+        search_run_free(&k->run);
+    k->c = NULL;
+}
+
+static void kept_release_all(void)
+{
+    for (int i = 0; i < KEPT_MAX; i++)
+        kept_release(&kept[i]);
+}
+
+/* Releases the states of particles made before the current ones. */
+static void kept_release_stale(void)
+{
+    for (int i = 0; i < KEPT_MAX; i++)
+        if (kept[i].c && kept[i].generation != cache.generation)
+            kept_release(&kept[i]);
+}
+
+static struct kept_run *kept_find(const config *c)
+{
+    for (int i = 0; i < KEPT_MAX; i++)
+        if (kept[i].c == c)
+            return &kept[i];
+    return NULL;
+}
+
+/* A place for c's state (not yet filled), within the limits above. */
+static struct kept_run *kept_add(const config *c)
+{
+    size_t bytes = 0;
+    struct kept_run *free_place = NULL;
+    for (int i = 0; i < KEPT_MAX; i++) {
+        if (kept[i].c)
+            bytes += kept[i].run.contacts.capacity * sizeof(ns_contact);
+        else if (!free_place)
+            free_place = &kept[i];
+    }
+    if (!free_place || bytes > KEPT_BYTES) {
+        kept_release_all();
+        free_place = &kept[0];
+    }
+    free_place->c = c;
+    free_place->generation = cache.generation;
+    return free_place;
 }
 
 /* A kernel, bound or a peer: build + query (or count), timed. */
@@ -720,14 +771,16 @@ static void run_search(nsb_state *st, config *c)
 {
     bool bound = c->kind == KIND_BOUND, peer = c->kind == KIND_PEER;
     ns_error err;
-    search_run local, *r = peer ? &kept.run : &local;
+    struct kept_run *k = peer ? kept_find(c) : NULL;
+    bool fresh = !k;
+    if (peer && fresh)
+        k = kept_add(c); /* kept from here on; released on failure */
+    search_run local, *r = peer ? &k->run : &local;
     ns_status s = NS_OK;
-    if (!peer || kept.c != c) {
+    if (fresh) {
         *r = (search_run){.p = {c->n, cache.pos, cache.radius, 0.0f}};
         r->se = (searcher){.c = c, .p = &r->p};
         ns_contact_list_init(&r->contacts);
-        if (peer)
-            kept.c = c; /* kept from here on; released on failure */
         double first_s;
         if (!first_search(st, c, &r->se, &r->contacts, &first_s)) {
             s = NS_ERR_INVALID_ARGUMENT; /* the verdict says why */
@@ -780,19 +833,18 @@ done:
     if (!peer)
         search_run_free(r);
     else if (s != NS_OK)
-        kept_release();
+        kept_release(k);
 }
 
 static void run_config(nsb_state *st, void *arg)
 {
     config *c = arg;
-    if (kept.c != c)
-        kept_release();   /* the last configuration's peer is done */
     if (c->checked < 0) { /* a later repetition of a configuration that failed */
         nsb_skip_with_error(st, c->verdict);
         return;
     }
     prepare(c->workload, c->n);
+    kept_release_stale();
     if (cache.reference_status != NS_OK) {
         nsb_skip_with_error(st, cache.reference_error);
         return;
@@ -1771,7 +1823,7 @@ int main(int argc, char **argv)
     add_context(&o, cores);
     nsb_watch_noise(0.05);
     nsb_run();
-    kept_release(); /* before the configurations it points to are freed */
+    kept_release_all(); /* before the configurations they point to are freed */
     nsb_shutdown();
 
     free(args);

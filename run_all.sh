@@ -45,7 +45,7 @@ Sweep options:
                       processes, each round in its own shuffled order (default 3; 2 with
                       --quick)
   --repetitions N     repetitions per configuration and process (default 3)
-  --min-time S        seconds each repetition runs at least (default 0.2; 0.02 with --quick)
+  --min-time S        seconds each repetition runs at least (default 0.2; 0.01 with --quick)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and the simulation's default,

@@ -51,7 +51,7 @@ from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 # search and one of a slow one (Google Benchmark's own default, 0.5 s, would
 # make the default sweep, already about an hour on 2 cores, longer still).
 DEFAULT_MIN_TIME = 0.2
-QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.02, "max_n": 20000}
+QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.01, "max_n": 20000}
 
 
 class UsageError(Exception):

@@ -270,73 +270,81 @@ static inline uint32_t particle_key(const level *s, const ns__input *in, size_t 
     return (uint32_t)dense_cell(s, c);
 }
 
-/* Parallel counting sort of the particles by key into order[], with
- * group[k] = the first particle of key k and group[keys] = n. True: the
- * sort is stable, each key's particles in the caller's order. Each share
- * of the particles (one per thread) counts its keys in a table of its own,
- * and the offsets run key by key, share by share, so the scatter needs no
- * atomics and keeps the order. The tables live in soa, which gather() fills
- * only later: when they do not fit there (more than about 3 n / T keys),
- * atomic counts stored one place up, an exclusive scan, then a scatter
- * through the same counters, which leaves each key's particles in no set
- * order (false). */
-static bool sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t keys)
+/* Stable parallel counting sort of the particles by key into order[] (see
+ * sort_by_key()), with one table of counts per share of the particles in
+ * table[shares x keys]: each share counts its keys, the offsets run key by
+ * key and share by share (the keys cut in one range per share, summed
+ * first), and each share scatters its particles through its own table. */
+static void sort_stable(level *s, const ns__input *in, uint32_t *group, size_t keys,
+                        long long shares, uint32_t *table)
 {
     uint32_t *key = s->key.a, *order = s->order.a;
     long long n = (long long)in->n, nk = (long long)keys;
-    long long shares = in->threads < SHARES ? in->threads : SHARES;
-    if ((size_t)shares * keys <= 3 * (size_t)n) {
-        uint32_t *table = s->soa.a; /* shares x keys */
-        size_t sum[SHARES + 1];
+    size_t sum[SHARES + 1];
 #pragma omp parallel num_threads(in->threads)
-        {
+    {
 #pragma omp for schedule(static, 1)
-            for (long long t = 0; t < shares; t++) {
-                uint32_t *mine = table + (size_t)t * keys;
-                memset(mine, 0, keys * sizeof *mine);
-                for (long long i = n * t / shares; i < n * (t + 1) / shares; i++) {
-                    uint32_t k = particle_key(s, in, (size_t)i);
-                    key[i] = k;
-                    mine[k]++;
-                }
-            }
-            /* the keys cut in one range per share: the sum of each */
-#pragma omp for schedule(static, 1)
-            for (long long t = 0; t < shares; t++) {
-                size_t total = 0;
-                for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++)
-                    for (long long u = 0; u < shares; u++)
-                        total += table[(size_t)u * keys + (size_t)k];
-                sum[t + 1] = total;
-            }
-#pragma omp single
-            {
-                sum[0] = 0;
-                for (long long t = 0; t < shares; t++)
-                    sum[t + 1] += sum[t];
-            }
-#pragma omp for schedule(static, 1)
-            for (long long t = 0; t < shares; t++) {
-                size_t at = sum[t];
-                for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++) {
-                    group[k] = (uint32_t)at;
-                    for (long long u = 0; u < shares; u++) {
-                        uint32_t *c = table + (size_t)u * keys + (size_t)k, here = *c;
-                        *c = (uint32_t)at;
-                        at += here;
-                    }
-                }
-            }
-#pragma omp for schedule(static, 1)
-            for (long long t = 0; t < shares; t++) {
-                uint32_t *mine = table + (size_t)t * keys;
-                for (long long i = n * t / shares; i < n * (t + 1) / shares; i++)
-                    order[mine[key[i]]++] = (uint32_t)i;
+        for (long long t = 0; t < shares; t++) {
+            uint32_t *mine = table + (size_t)t * keys;
+            memset(mine, 0, keys * sizeof *mine);
+            for (long long i = n * t / shares; i < n * (t + 1) / shares; i++) {
+                uint32_t k = particle_key(s, in, (size_t)i);
+                key[i] = k;
+                mine[k]++;
             }
         }
-        group[keys] = (uint32_t)n;
+#pragma omp for schedule(static, 1)
+        for (long long t = 0; t < shares; t++) {
+            size_t total = 0;
+            for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++)
+                for (long long u = 0; u < shares; u++)
+                    total += table[(size_t)u * keys + (size_t)k];
+            sum[t + 1] = total;
+        }
+#pragma omp single
+        {
+            sum[0] = 0;
+            for (long long t = 0; t < shares; t++)
+                sum[t + 1] += sum[t];
+        }
+#pragma omp for schedule(static, 1)
+        for (long long t = 0; t < shares; t++) {
+            size_t at = sum[t];
+            for (long long k = nk * t / shares; k < nk * (t + 1) / shares; k++) {
+                group[k] = (uint32_t)at;
+                for (long long u = 0; u < shares; u++) {
+                    uint32_t *c = table + (size_t)u * keys + (size_t)k, here = *c;
+                    *c = (uint32_t)at;
+                    at += here;
+                }
+            }
+        }
+#pragma omp for schedule(static, 1)
+        for (long long t = 0; t < shares; t++) {
+            uint32_t *mine = table + (size_t)t * keys;
+            for (long long i = n * t / shares; i < n * (t + 1) / shares; i++)
+                order[mine[key[i]]++] = (uint32_t)i;
+        }
+    }
+    group[keys] = (uint32_t)n;
+}
+
+/* Parallel counting sort of the particles by key into order[], with
+ * group[k] = the first particle of key k and group[keys] = n. True: the
+ * sort is stable, each key's particles in the caller's order (sort_stable(),
+ * its tables in soa, which gather() fills only later). Where those tables
+ * do not fit there (more than about 3 n / T keys): atomic counts stored one
+ * place up, an exclusive scan, then a scatter through the same counters,
+ * which leaves each key's particles in no set order (false). */
+static bool sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t keys)
+{
+    long long shares = in->threads < SHARES ? in->threads : SHARES;
+    if ((size_t)shares * keys <= 3 * in->n) {
+        sort_stable(s, in, group, keys, shares, s->soa.a);
         return true;
     }
+    uint32_t *key = s->key.a, *order = s->order.a;
+    long long n = (long long)in->n, nk = (long long)keys;
 #pragma omp parallel num_threads(in->threads)
     {
 #pragma omp for schedule(static)

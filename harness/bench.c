@@ -700,9 +700,9 @@ typedef struct search_run {
  * per process, not before every repetition, as a peer's search can take
  * seconds. The repetitions of a process are interleaved (the sweep asks
  * for Google Benchmark's random interleaving), so every peer's state of the
- * current particles is kept at once, while their contact lists take at
- * most KEPT_BYTES together (past that, the next peer to start releases the
- * others first). A kernel keeps the protocol of a new index per repetition. */
+ * current particles is kept at once, while their contact lists and indexes
+ * (as far as a peer tells) take at most KEPT_BYTES together (past that, the
+ * next peer to start releases the others first). A kernel keeps the protocol of a new index per repetition. */
 enum { KEPT_MAX = 64 };
 #define KEPT_BYTES ((size_t)1 << 30)
 static struct kept_run {
@@ -752,9 +752,11 @@ static struct kept_run *kept_add(const config *c)
     size_t bytes = 0;
     struct kept_run *free_place = NULL;
     for (int i = 0; i < KEPT_MAX; i++) {
-        if (kept[i].c)
-            bytes += kept[i].run.contacts.capacity * sizeof(ns_contact);
-        else if (!free_place)
+        if (kept[i].c) {
+            const search_run *r = &kept[i].run;
+            double index = r->se.peer ? kept[i].c->peer->bytes(r->se.peer) : -1.0;
+            bytes += r->contacts.capacity * sizeof(ns_contact) + (index > 0.0 ? (size_t)index : 0);
+        } else if (!free_place)
             free_place = &kept[i];
     }
     if (!free_place || bytes > KEPT_BYTES) {

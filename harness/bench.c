@@ -702,7 +702,8 @@ typedef struct search_run {
  * for Google Benchmark's random interleaving), so every peer's state of the
  * current particles is kept at once, while their contact lists and indexes
  * (as far as a peer tells) take at most KEPT_BYTES together (past that, the
- * next peer to start releases the others first). A kernel keeps the protocol of a new index per repetition. */
+ * next peer to start releases the others first). A kernel keeps the
+ * protocol of a new index per repetition. */
 enum { KEPT_MAX = 64 };
 #define KEPT_BYTES ((size_t)1 << 30)
 static struct kept_run {

@@ -1772,6 +1772,26 @@ static inline double gap(double x, double a, double b, double slack)
     return d > slack ? d - slack : 0.0;
 }
 
+/* The contacts of a probe with the runs [b0[r], b1[r]) of v, r < rows, as
+ * in cross_contacts(). The rows are found first (up to CROSS_ROWS at a
+ * time), then tested, so the loads of their bounds, then of their
+ * particles, overlap instead of waiting on one another: those loads were
+ * the hottest instructions of powder's search across levels. */
+enum { CROSS_ROWS = 32 };
+static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, const uint32_t *b1,
+                            int rows, found *fd, ns_contact **out, size_t *tested)
+{
+    size_t hits = 0;
+    for (int r = 0; r < rows; r++) {
+        *tested += b1[r] - b0[r];
+        if (*out)
+            *out = write_probe_run(v, p, b0[r], b1[r], fd, *out);
+        else
+            hits += count_probe_run(v, p, b0[r], b1[r]);
+    }
+    return hits;
+}
+
 /* The contacts of a probe of a coarser level with the particles of level f
  * (dense; its sorted arrays vf) within the probe's reach, a row of cells at
  * a time: the rows (y, z) of the reach box that come within reach of the
@@ -1791,44 +1811,32 @@ static size_t cross_contacts(const level *f, const view *vf, const probe *p, fou
     double slack_y = (fabs(py) + g->cell) * 0x1p-40, slack_z = (fabs(pz) + g->cell) * 0x1p-40;
     double slack_x = (fabs(px) + g->cell) * 0x1p-40;
     size_t hits = 0;
-    /* the runs of up to ROWS rows found first, then tested: the loads of
-     * their bounds, then of their particles, overlap instead of waiting on
-     * one another */
-    enum { ROWS = 32 };
-    uint32_t b0[ROWS], b1[ROWS];
+    uint32_t b0[CROSS_ROWS], b1[CROSS_ROWS];
     int rows = 0;
     for (int64_t z = lo[2]; z <= hi[2]; z++) {
         double dz = gap(pz, (double)z * g->cell, (double)(z + 1) * g->cell, slack_z);
         for (int64_t y = lo[1]; y <= hi[1]; y++) {
             double dy = gap(py, (double)y * g->cell, (double)(y + 1) * g->cell, slack_y);
             double left = reach * reach - dy * dy - dz * dz;
-            bool last = z == hi[2] && y == hi[1];
-            if (left >= 0.0) {
-                double w = sqrt(left) + slack_x, c0 = floor((px - w) * g->inv_cell),
-                       c1 = floor((px + w) * g->inv_cell);
-                int64_t x0 = c0 > (double)lo[0] ? (int64_t)c0 : lo[0];
-                int64_t x1 = c1 < (double)hi[0] ? (int64_t)c1 : hi[0];
-                if (x0 <= x1) {
-                    const int64_t c[3] = {x0, y, z};
-                    size_t first = dense_cell(f, c);
-                    b0[rows] = vf->start[first];
-                    b1[rows] = vf->start[first + (size_t)(x1 - x0) + 1];
-                    rows++;
-                }
-            }
-            if (rows == ROWS || (last && rows > 0)) {
-                for (int r = 0; r < rows; r++) {
-                    *tested += b1[r] - b0[r];
-                    if (*out)
-                        *out = write_probe_run(vf, p, b0[r], b1[r], fd, *out);
-                    else
-                        hits += count_probe_run(vf, p, b0[r], b1[r]);
-                }
+            if (left < 0.0)
+                continue;
+            double w = sqrt(left) + slack_x, c0 = floor((px - w) * g->inv_cell),
+                   c1 = floor((px + w) * g->inv_cell);
+            int64_t x0 = c0 > (double)lo[0] ? (int64_t)c0 : lo[0];
+            int64_t x1 = c1 < (double)hi[0] ? (int64_t)c1 : hi[0];
+            if (x0 > x1)
+                continue;
+            const int64_t c[3] = {x0, y, z};
+            size_t first = dense_cell(f, c);
+            b0[rows] = vf->start[first];
+            b1[rows] = vf->start[first + (size_t)(x1 - x0) + 1];
+            if (++rows == CROSS_ROWS) {
+                hits += rows_contacts(vf, p, b0, b1, rows, fd, out, tested);
                 rows = 0;
             }
         }
     }
-    return hits;
+    return hits + rows_contacts(vf, p, b0, b1, rows, fd, out, tested);
 }
 
 /* The level of unit u (u < all the units). */

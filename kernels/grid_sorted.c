@@ -969,45 +969,278 @@ static bool gather_cell(const view *v, size_t c, const runs *r, scratch *sc)
     return true;
 }
 
-/* The contacts of the cell's own particle q with the later candidates. */
-static inline uint32_t count_gathered(const scratch *sc, const view *v, uint32_t q)
+/* The blocks of LANES candidates of the scratch (bit b: candidates
+ * b * LANES to b * LANES + LANES - 1) that a particle tests: a mask of at
+ * most SCRATCH / LANES = 64 bits. */
+_Static_assert(SCRATCH / LANES == 64, "one bit per block of the scratch in a uint64_t");
+
+/* Every candidate, tested by one loop as long as the scratch (a mask of
+ * 64 blocks is never whole: the scratch has room for SCRATCH - COPY). */
+#define EVERY_BLOCK UINT64_MAX
+
+static inline uint64_t blocks_upto(uint32_t padded)
+{
+    uint32_t b = padded / LANES;
+    return b >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << b) - 1u;
+}
+
+/* Of blocks, those that hold a candidate after own particle q: the blocks
+ * wholly at or before q are left out. */
+static inline uint64_t blocks_after(uint64_t blocks, uint32_t q)
+{
+    return blocks & ~((UINT64_C(1) << ((q + 1) / LANES)) - 1u);
+}
+
+/* The first block of a non-empty mask. */
+static inline uint32_t first_block(uint64_t blocks)
+{
+    return (uint32_t)__builtin_ctzll(blocks);
+}
+
+/* Takes the first run of consecutive blocks off *blocks: false when there
+ * is none, else its candidates [*k0, *k1). */
+static inline bool next_run(uint64_t *blocks, uint32_t *k0, uint32_t *k1)
+{
+    if (!*blocks)
+        return false;
+    unsigned b = (unsigned)__builtin_ctzll(*blocks);
+    uint64_t beyond = ~(*blocks >> b); /* its lowest set bit ends the run */
+    unsigned e = beyond ? b + (unsigned)__builtin_ctzll(beyond) : 64;
+    *k0 = b * LANES, *k1 = e * LANES;
+    *blocks = e >= 64 ? 0 : *blocks & ~((UINT64_C(1) << e) - 1u);
+    return true;
+}
+
+/* Per-particle radii in a dense level: the cells of the half stencil a
+ * particle can reach. Its candidates lie in the scratch cell after cell in
+ * the order dense_runs() gathers them (the own cell, x+1, then the rows
+ * (y+1, z), (y-1, z+1), (y, z+1), (y+1, z+1) from x-1 to x+1), so each
+ * cell's candidates fill a few blocks of LANES. A particle with radius r
+ * touches nothing farther than r + the level's largest radius, and a small
+ * particle of a crowded cell reaches only the near part of the stencil:
+ * polydisperse's particles (radii 0.05 to 0.5 in cells of 1, 30 per cell)
+ * test 16 candidates per contact instead of 28, and its query takes a fifth
+ * less time. Only cells of at least LANES particles with per-particle radii
+ * are cut so, in the counting (and recording) pass: in sparser cells a block
+ * holds several cells and little is left out. A cell is left out only when
+ * the distance from the particle to
+ * its box, less margins for the rounding of the box and of the particle's
+ * cell, is beyond that reach by a relative 2^-10, far more than the float
+ * predicate's rounding: every contact it accepts is tested. */
+enum { STENCIL = 14 };
+static const signed char STENCIL_AT[STENCIL][3] = {
+    {0, 0, 0},  {1, 0, 0},  {-1, 1, 0}, {0, 1, 0}, {1, 1, 0},  {-1, -1, 1}, {0, -1, 1},
+    {1, -1, 1}, {-1, 0, 1}, {0, 0, 1},  {1, 0, 1}, {-1, 1, 1}, {0, 1, 1},   {1, 1, 1}};
+
+typedef struct reach_box_t {
+    uint64_t blocks[STENCIL]; /* the blocks of each stencil cell's candidates */
+    float lo[4], hi[4];       /* the own cell's box, shrunk by the margin (and a 0) */
+    float max_radius;
+} cell_reach;
+
+/* False when the level's cells give no box to bound (no extent). */
+static bool reach_of_cell(const level *s, const view *v, size_t c, cell_reach *re)
+{
+    const ns__grid *g = &s->grid;
+    if (!(g->cell > 0.0))
+        return false;
+    size_t dx = (size_t)s->dim[0], dxy = dx * (size_t)s->dim[1];
+    uint32_t at = 0;
+    for (int j = 0; j < STENCIL; j++) {
+        const signed char *o = STENCIL_AT[j];
+        size_t cj = c + (size_t)((ptrdiff_t)o[0] + (ptrdiff_t)o[1] * (ptrdiff_t)dx +
+                                 (ptrdiff_t)o[2] * (ptrdiff_t)dxy);
+        uint32_t len = v->start[cj + 1] - v->start[cj];
+        uint32_t b0 = at / LANES, b1 = (at + len - 1) / LANES; /* len > 0 */
+        re->blocks[j] = len ? (~UINT64_C(0) >> (63 - b1)) & (~UINT64_C(0) << b0) : 0;
+        at += len;
+    }
+    int64_t i[3]; /* the cell's coordinates: those of its first particle */
+    uint32_t p = v->start[c];
+    cell_of(g, v->x[p], v->y[p], v->z[p], i);
+    for (int a = 0; a < 3; a++) {
+        double lo = (double)i[a] * g->cell, hi = lo + g->cell;
+        double margin = (fabs(lo) + fabs(hi)) * 0x1p-20;
+        re->lo[a] = (float)(lo + margin); /* rounded to float: off by less than the margin */
+        re->hi[a] = (float)(hi - margin);
+    }
+    re->lo[3] = re->hi[3] = 0.0f;
+    re->max_radius = g->max_radius;
+    return true;
+}
+
+/* The blocks of the cells within reach of a particle at (x, y, z) with
+ * radius r in the cell of re. Without a branch: which cells are in reach
+ * is different for every particle. */
+static inline uint64_t reach_blocks(const cell_reach *re, float x, float y, float z, float r)
+{
+    float lim = r + re->max_radius;
+    lim = lim * lim * (1.0f + 0x1p-10f);
+#if defined(__AVX512F__)
+    /* T: lanes 0-2 the gaps to the cells below (x, y, z), squared, 4-6 those
+     * above, 3 zero; each stencil cell (a lane) adds one lane per axis */
+    const __m512i IX = _mm512_setr_epi32(3, 4, 0, 3, 4, 0, 3, 4, 0, 3, 4, 0, 3, 4, 3, 3);
+    const __m512i IY = _mm512_setr_epi32(3, 3, 5, 5, 5, 1, 1, 1, 3, 3, 3, 5, 5, 5, 3, 3);
+    const __m512i IZ = _mm512_setr_epi32(3, 3, 3, 3, 3, 6, 6, 6, 6, 6, 6, 6, 6, 6, 3, 3);
+    __m128 P = _mm_setr_ps(x, y, z, 0.0f), zero = _mm_setzero_ps();
+    __m128 below = _mm_max_ps(_mm_sub_ps(P, _mm_loadu_ps(re->lo)), zero);
+    __m128 above = _mm_max_ps(_mm_sub_ps(_mm_loadu_ps(re->hi), P), zero);
+    below = _mm_mul_ps(below, below), above = _mm_mul_ps(above, above);
+    below = _mm_blend_ps(below, zero, 8), above = _mm_blend_ps(above, zero, 8);
+    __m512 T = _mm512_castps256_ps512(_mm256_set_m128(above, below));
+    __m512 D2 =
+        _mm512_add_ps(_mm512_add_ps(_mm512_permutexvar_ps(IX, T), _mm512_permutexvar_ps(IY, T)),
+                      _mm512_permutexvar_ps(IZ, T));
+    __mmask16 in = _mm512_cmp_ps_mask(D2, _mm512_set1_ps(lim), _CMP_LE_OQ);
+    __m512i B =
+        _mm512_or_si512(_mm512_maskz_loadu_epi64((__mmask8)in, re->blocks),
+                        _mm512_maskz_loadu_epi64((__mmask8)((in >> 8) & 0x3f), re->blocks + 8));
+    return (uint64_t)_mm512_reduce_or_epi64(B);
+#else
+    const float p[3] = {x, y, z};
+    float gap2[3][3]; /* per axis: to the cell below, none, to the cell above, squared */
+    for (int a = 0; a < 3; a++) {
+        float below = p[a] - re->lo[a], above = re->hi[a] - p[a];
+        below = below > 0.0f ? below : 0.0f;
+        above = above > 0.0f ? above : 0.0f;
+        gap2[a][0] = below * below;
+        gap2[a][1] = 0.0f;
+        gap2[a][2] = above * above;
+    }
+    uint64_t blocks = 0;
+    for (int j = 0; j < STENCIL; j++) {
+        const signed char *o = STENCIL_AT[j];
+        float d2 = gap2[0][o[0] + 1] + gap2[1][o[1] + 1] + gap2[2][o[2] + 1];
+        blocks |= re->blocks[j] & (UINT64_C(0) - (uint64_t)(d2 <= lim));
+    }
+    return blocks;
+#endif
+}
+
+#if defined(__AVX512F__)
+/* A probe in every lane, and its test against the 16 particles of v from
+ * k0 on that the mask in keeps (the others are not loaded): the mask of
+ * those that touch, with x_k - x_p (likewise y, z) and r_p + r_k. */
+typedef struct probe16 {
+    __m512 x, y, z, r;
+} probe16;
+
+static inline probe16 probe16_of(const probe *p)
+{
+    return (probe16){_mm512_set1_ps(p->x), _mm512_set1_ps(p->y), _mm512_set1_ps(p->z),
+                     _mm512_set1_ps(p->r)};
+}
+
+static inline __mmask16 probe16_test(const probe16 *P, const view *v, uint32_t k0, __mmask16 in,
+                                     __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
+{
+    *DX = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->x + k0), P->x);
+    *DY = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->y + k0), P->y);
+    *DZ = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->z + k0), P->z);
+    __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(*DX, *DX), _mm512_mul_ps(*DY, *DY)),
+                              _mm512_mul_ps(*DZ, *DZ));
+    *S = _mm512_add_ps(P->r, _mm512_maskz_loadu_ps(in, v->r + k0));
+    return _mm512_mask_cmp_ps_mask(in, D2, _mm512_mul_ps(*S, *S), _CMP_LT_OQ);
+}
+
+/* The same test against the 16 candidates of the scratch from k0 on (ru:
+ * every radius, or NULL for the scratch's radii). */
+static inline __mmask16 gathered16_test(const probe16 *P, const scratch *sc, const __m512 *ru,
+                                        uint32_t k0, __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
+{
+    *DX = _mm512_sub_ps(_mm512_loadu_ps(sc->x + k0), P->x);
+    *DY = _mm512_sub_ps(_mm512_loadu_ps(sc->y + k0), P->y);
+    *DZ = _mm512_sub_ps(_mm512_loadu_ps(sc->z + k0), P->z);
+    __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(*DX, *DX), _mm512_mul_ps(*DY, *DY)),
+                              _mm512_mul_ps(*DZ, *DZ));
+    *S = _mm512_add_ps(P->r, ru ? *ru : _mm512_loadu_ps(sc->r + k0));
+    return _mm512_cmp_ps_mask(D2, _mm512_mul_ps(*S, *S), _CMP_LT_OQ);
+}
+#endif
+
+/* Portable paths: the contacts of the cell's own particle q with the later
+ * candidates [k0, k1), counted (hit NULL) or flagged in hit[], by one
+ * branch-free loop the compiler vectorises. */
+static inline uint32_t test_range(const scratch *sc, const view *v, uint32_t q, uint32_t k0,
+                                  uint32_t k1, unsigned char *hit)
 {
     float px = sc->x[q], py = sc->y[q], pz = sc->z[q];
+    float pr = v->r ? sc->r[q] : v->ru;
     uint32_t hits = 0;
-    if (v->r) {
-        float pr = sc->r[q];
-        for (uint32_t k = 0; k < sc->padded; k++)
+    if (hit && v->r) {
+        for (uint32_t k = k0; k < k1; k++)
+            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz),
+                                  pr + sc->r[k]) &
+                     (k > q);
+    } else if (hit) {
+        float s = pr + v->ru;
+        for (uint32_t k = k0; k < k1; k++)
+            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz), s) &
+                     (k > q);
+    } else if (v->r) {
+        for (uint32_t k = k0; k < k1; k++)
             hits += ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz),
                                  pr + sc->r[k]) &
                     (k > q);
     } else {
-        float s = v->ru + v->ru;
-        for (uint32_t k = 0; k < sc->padded; k++)
+        float s = pr + v->ru;
+        for (uint32_t k = k0; k < k1; k++)
             hits += ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz), s) &
                     (k > q);
     }
     return hits;
 }
 
+#if defined(__AVX512F__)
+/* The cell's own particle q in every lane, to test against 16 candidates. */
+typedef struct own16 {
+    probe16 p;
+    __m512 ru; /* every radius, when the scratch has none */
+    __m512i q;
+    bool radii;
+} own16;
+
+static inline own16 own16_of(const scratch *sc, const view *v, uint32_t q)
+{
+    return (own16){probe16_of(&(probe){sc->x[q], sc->y[q], sc->z[q], v->r ? sc->r[q] : v->ru, 0}),
+                   _mm512_set1_ps(v->ru), _mm512_set1_epi32((int)q), v->r != NULL};
+}
+
+/* Which of the 16 candidates from k0 on come after q and touch it. */
+static inline __mmask16 own16_test(const own16 *o, const scratch *sc, uint32_t k0)
+{
+    const __m512i LANE = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512 DX, DY, DZ, S;
+    return gathered16_test(&o->p, sc, o->radii ? NULL : &o->ru, k0, &DX, &DY, &DZ, &S) &
+           _mm512_cmpgt_epu32_mask(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)k0)), o->q);
+}
+#endif
+
+/* The contacts of the cell's own particle q with the later candidates, in
+ * the blocks of the mask (see reach_blocks()). */
+static inline uint32_t count_gathered(const scratch *sc, const view *v, uint32_t q, uint64_t blocks)
+{
+    uint32_t hits = 0;
+#if defined(__AVX512F__)
+    /* one vector per block, the hits counted lane by lane, added up once */
+    own16 o = own16_of(sc, v, q);
+    __m512i count = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+    for (; blocks; blocks &= blocks - 1)
+        count = _mm512_mask_add_epi32(count, own16_test(&o, sc, first_block(blocks) * LANES), count,
+                                      one);
+    hits = (uint32_t)_mm512_reduce_add_epi32(count);
+#else
+    for (uint32_t k0, k1; next_run(&blocks, &k0, &k1);)
+        hits += test_range(sc, v, q, k0, k1, NULL);
+#endif
+    return hits;
+}
+
 /* Portable paths: hit[k] = whether the cell's own particle q touches the
- * later candidate k, by one branch-free loop the compiler vectorises. */
+ * later candidate k, for every candidate. */
 static inline void test_gathered(scratch *sc, const view *v, uint32_t q)
 {
-    float px = sc->x[q], py = sc->y[q], pz = sc->z[q];
-    unsigned char *hit = sc->hit; /* may alias sc: keep the bound in a local */
-    uint32_t padded = sc->padded;
-    if (v->r) {
-        float pr = sc->r[q];
-        for (uint32_t k = 0; k < padded; k++)
-            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz),
-                                  pr + sc->r[k]) &
-                     (k > q);
-    } else {
-        float s = v->ru + v->ru;
-        for (uint32_t k = 0; k < padded; k++)
-            hit[k] = ns__touching(ns__distance2(sc->x[k] - px, sc->y[k] - py, sc->z[k] - pz), s) &
-                     (k > q);
-    }
+    test_range(sc, v, q, 0, sc->padded, sc->hit);
 }
 
 /* Contacts found but not yet written: for each, the caller's indices a, b
@@ -1193,47 +1426,6 @@ static inline __mmask16 tail_mask16(uint32_t left)
 #endif
 
 #if defined(__AVX512F__)
-/* A probe in every lane, and its test against the 16 particles of v from
- * k0 on that the mask in keeps (the others are not loaded): the mask of
- * those that touch, with x_k - x_p (likewise y, z) and r_p + r_k. */
-typedef struct probe16 {
-    __m512 x, y, z, r;
-} probe16;
-
-static inline probe16 probe16_of(const probe *p)
-{
-    return (probe16){_mm512_set1_ps(p->x), _mm512_set1_ps(p->y), _mm512_set1_ps(p->z),
-                     _mm512_set1_ps(p->r)};
-}
-
-static inline __mmask16 probe16_test(const probe16 *P, const view *v, uint32_t k0, __mmask16 in,
-                                     __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
-{
-    *DX = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->x + k0), P->x);
-    *DY = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->y + k0), P->y);
-    *DZ = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, v->z + k0), P->z);
-    __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(*DX, *DX), _mm512_mul_ps(*DY, *DY)),
-                              _mm512_mul_ps(*DZ, *DZ));
-    *S = _mm512_add_ps(P->r, _mm512_maskz_loadu_ps(in, v->r + k0));
-    return _mm512_mask_cmp_ps_mask(in, D2, _mm512_mul_ps(*S, *S), _CMP_LT_OQ);
-}
-
-/* The same test against the 16 candidates of the scratch from k0 on (ru:
- * every radius, or NULL for the scratch's radii). */
-static inline __mmask16 gathered16_test(const probe16 *P, const scratch *sc, const __m512 *ru,
-                                        uint32_t k0, __m512 *DX, __m512 *DY, __m512 *DZ, __m512 *S)
-{
-    *DX = _mm512_sub_ps(_mm512_loadu_ps(sc->x + k0), P->x);
-    *DY = _mm512_sub_ps(_mm512_loadu_ps(sc->y + k0), P->y);
-    *DZ = _mm512_sub_ps(_mm512_loadu_ps(sc->z + k0), P->z);
-    __m512 D2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(*DX, *DX), _mm512_mul_ps(*DY, *DY)),
-                              _mm512_mul_ps(*DZ, *DZ));
-    *S = _mm512_add_ps(P->r, ru ? *ru : _mm512_loadu_ps(sc->r + k0));
-    return _mm512_cmp_ps_mask(D2, _mm512_mul_ps(*S, *S), _CMP_LT_OQ);
-}
-#endif
-
-#if defined(__AVX512F__)
 /* The candidates of mask m appended to fd at f, compacted: x_k - x_p
  * (likewise y, z), r_p + r_k (S, NULL for one radius for all), the
  * caller's index of each (B) and of the particle tested (A). */
@@ -1390,30 +1582,41 @@ typedef struct recorder {
     bool on;        /* the current unit is recorded so far */
 } recorder;
 
-/* Records the contacts of the cell's own particle q with the later
- * candidates into to (room for sc->padded + LANES); returns how many. */
-static inline uint32_t record_gathered(scratch *sc, const view *v, uint32_t q, uint32_t *to)
-{
-    uint32_t padded = sc->padded, f = 0;
 #if defined(__AVX512F__)
-    probe16 P = probe16_of(&(probe){sc->x[q], sc->y[q], sc->z[q], v->r ? sc->r[q] : v->ru, 0});
-    __m512 RU = _mm512_set1_ps(v->ru);
-    __m512i K = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512i Q = _mm512_set1_epi32((int)q), STEP = _mm512_set1_epi32(16);
-    for (uint32_t k0 = 0; k0 < padded; k0 += 16, K = _mm512_add_epi32(K, STEP)) {
-        __m512 DX, DY, DZ, S;
-        __mmask16 m = gathered16_test(&P, sc, v->r ? NULL : &RU, k0, &DX, &DY, &DZ, &S) &
-                      _mm512_cmpgt_epu32_mask(K, Q);
-        _mm512_storeu_si512(to + f,
-                            _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->sorted + k0)));
-        f += (uint32_t)__builtin_popcount(m);
-    }
+/* Appends the sorted indices of the candidates of the 16 from k0 on that
+ * the cell's own particle q touches to to + f; returns how many. */
+static inline uint32_t record16(const own16 *o, const scratch *sc, uint32_t k0, uint32_t *to)
+{
+    __mmask16 m = own16_test(o, sc, k0);
+    _mm512_storeu_si512(to, _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->sorted + k0)));
+    return (uint32_t)__builtin_popcount(m);
+}
+#endif
+
+/* Records the contacts of the cell's own particle q with the later
+ * candidates in the blocks of the mask into to (room for sc->padded +
+ * LANES); returns how many. */
+static inline uint32_t record_gathered(scratch *sc, const view *v, uint32_t q, uint64_t blocks,
+                                       uint32_t *to)
+{
+    uint32_t f = 0;
+#if defined(__AVX512F__)
+    own16 o = own16_of(sc, v, q);
+    if (blocks == EVERY_BLOCK)
+        for (uint32_t k0 = 0; k0 < sc->padded; k0 += LANES)
+            f += record16(&o, sc, k0, to + f);
+    else
+        for (; blocks; blocks &= blocks - 1)
+            f += record16(&o, sc, first_block(blocks) * LANES, to + f);
 #else
-    unsigned char *hit = sc->hit;
-    test_gathered(sc, v, q);
-    for (uint32_t k = 0; k < padded; k++) { /* compaction without branches */
-        to[f] = sc->sorted[k];
-        f += hit[k];
+    if (blocks == EVERY_BLOCK)
+        blocks = blocks_upto(sc->padded);
+    for (uint32_t k0, k1; next_run(&blocks, &k0, &k1);) {
+        test_range(sc, v, q, k0, k1, sc->hit);
+        for (uint32_t k = k0; k < k1; k++) { /* compaction without branches */
+            to[f] = sc->sorted[k];
+            f += sc->hit[k];
+        }
     }
 #endif
     return f;
@@ -1504,6 +1707,41 @@ static ns_contact *expand_unit(const view *v, int l, int levels, size_t c0, size
     return out;
 }
 
+/* The contacts of the cell's own particle q (the first sorted particle of
+ * the cell is first) with the later candidates in the blocks: recorded when
+ * rc is on and has room, else counted (and the unit no longer recorded). */
+static inline uint32_t own_contacts(scratch *sc, const view *v, uint32_t q, uint64_t blocks,
+                                    uint32_t first, recorder *rc)
+{
+    if (rc && rc->on && rc->end - rc->at >= sc->padded + LANES) {
+        uint32_t h = record_gathered(sc, v, q, blocks, rc->k + rc->at);
+        rc->hits[(size_t)(first + q) * (size_t)rc->levels] = (uint16_t)h;
+        rc->at += h;
+        return h;
+    }
+    if (rc)
+        rc->on = false; /* out of room: the unit is tested again */
+    return blocks == EVERY_BLOCK ? test_range(sc, v, q, 0, sc->padded, NULL)
+                                 : count_gathered(sc, v, q, blocks);
+}
+
+/* The contacts of a gathered cell whose particles test only the cells
+ * within their reach (see cell_reach), counted, recorded when rc is on.
+ * Kept out of cell_contacts(): inlined there, it slowed the cells that
+ * test every candidate by 8 % (uniform's count pass). */
+__attribute__((noinline)) static size_t reach_contacts(scratch *sc, const view *v,
+                                                       const cell_reach *re, uint32_t first,
+                                                       recorder *rc, size_t *tested)
+{
+    size_t hits = 0;
+    for (uint32_t q = 0; q < sc->own; q++) {
+        uint64_t blocks = blocks_after(reach_blocks(re, sc->x[q], sc->y[q], sc->z[q], sc->r[q]), q);
+        *tested += (size_t)__builtin_popcountll(blocks) * LANES;
+        hits += own_contacts(sc, v, q, blocks, first, rc);
+    }
+    return hits;
+}
+
 /* The contacts of cell c, counted (out NULL; recorded too when rc is on)
  * or written from out on (some perhaps still pending in fd: flush() writes
  * them); *tested += the pairs it tested. A count stops early once it is over limit: a crowded cell
@@ -1517,19 +1755,14 @@ static size_t cell_contacts(const level *s, const view *v, size_t c, around *ar,
     uint32_t first = v->start[c], last = v->start[c + 1];
     sc->record = rc && rc->on;
     if (gather_cell(v, c, &r, sc)) {
+        cell_reach re;
+        if (!*out && sc->own >= LANES && s->layout == DENSE && v->r && reach_of_cell(s, v, c, &re))
+            return reach_contacts(sc, v, &re, first, rc, tested);
         for (uint32_t q = 0; q < sc->own; q++) {
-            if (*out) {
+            if (*out)
                 *out = write_gathered(sc, fd, v, q, *out);
-            } else if (rc && rc->on && rc->end - rc->at >= sc->padded + LANES) {
-                uint32_t h = record_gathered(sc, v, q, rc->k + rc->at);
-                rc->hits[(size_t)(first + q) * (size_t)rc->levels] = (uint16_t)h;
-                rc->at += h;
-                hits += h;
-            } else {
-                if (rc)
-                    rc->on = false; /* out of room: the unit is tested again */
-                hits += count_gathered(sc, v, q);
-            }
+            else
+                hits += own_contacts(sc, v, q, EVERY_BLOCK, first, rc);
         }
         *tested += (size_t)sc->own * sc->padded;
         return hits;

@@ -178,7 +178,9 @@ bool ns_contact_between(const ns_particles *p, uint32_t i, uint32_t j, ns_contac
  *       copies); the threads stop soon after the limit is passed.
  *   grid_sorted  counts first: a refusal holds no contacts at all and costs
  *       its counting pass until the count passes the limit (at most about
- *       half of a search).
+ *       half of a search). From an index's second query on, that pass also
+ *       records the contacts it finds, 4 bytes each, in room for the last
+ *       query's count and an eighth (part of ns_index_info.bytes).
  *   ns_skin  besides, candidates up to 2 x max_contacts (then a direct search),
  *       kept between searches; a refusal costs the candidate search too.
  * On success the list holds at most max_contacts (and the per-thread buffers

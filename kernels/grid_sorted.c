@@ -1214,6 +1214,42 @@ static inline __mmask16 own16_test(const own16 *o, const scratch *sc, uint32_t k
     return gathered16_test(&o->p, sc, o->radii ? NULL : &o->ru, k0, &DX, &DY, &DZ, &S) &
            _mm512_cmpgt_epu32_mask(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)k0)), o->q);
 }
+#elif defined(__AVX2__)
+/* The AVX2 twin of own16: the cell's own particle q in every lane of 8. */
+typedef struct own8 {
+    __m256 x, y, z, r, ru;
+    __m256i q;
+    bool radii;
+} own8;
+
+static inline own8 own8_of(const scratch *sc, const view *v, uint32_t q)
+{
+    return (own8){_mm256_set1_ps(sc->x[q]),
+                  _mm256_set1_ps(sc->y[q]),
+                  _mm256_set1_ps(sc->z[q]),
+                  _mm256_set1_ps(v->r ? sc->r[q] : v->ru),
+                  _mm256_set1_ps(v->ru),
+                  _mm256_set1_epi32((int)q),
+                  v->r != NULL};
+}
+
+/* Which of the 8 candidates from k0 on come after q and touch it (a mask
+ * of 8 bits), with x_k - x_q (likewise y, z) and r_q + r_k. */
+static inline unsigned own8_test(const own8 *o, const scratch *sc, uint32_t k0, __m256 *DX,
+                                 __m256 *DY, __m256 *DZ, __m256 *S)
+{
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    *DX = _mm256_sub_ps(_mm256_loadu_ps(sc->x + k0), o->x);
+    *DY = _mm256_sub_ps(_mm256_loadu_ps(sc->y + k0), o->y);
+    *DZ = _mm256_sub_ps(_mm256_loadu_ps(sc->z + k0), o->z);
+    __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(*DX, *DX), _mm256_mul_ps(*DY, *DY)),
+                              _mm256_mul_ps(*DZ, *DZ));
+    *S = _mm256_add_ps(o->r, o->radii ? _mm256_loadu_ps(sc->r + k0) : o->ru);
+    __m256i K = _mm256_add_epi32(LANE, _mm256_set1_epi32((int)k0));
+    __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(*S, *S), _CMP_LT_OQ),
+                             _mm256_castsi256_ps(_mm256_cmpgt_epi32(K, o->q)));
+    return (unsigned)_mm256_movemask_ps(T);
+}
 #endif
 
 /* The contacts of the cell's own particle q with the later candidates, in
@@ -1512,21 +1548,11 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
         if (fd->count + padded > PAIRS)
             out = flush(fd, v, out);
         uint32_t f = fd->count;
-        __m256 PX = _mm256_set1_ps(px), PY = _mm256_set1_ps(py), PZ = _mm256_set1_ps(pz);
-        __m256 PR = _mm256_set1_ps(v->r ? sc->r[q] : v->ru), RU = _mm256_set1_ps(v->ru);
+        own8 o = own8_of(sc, v, q);
         __m256i A = _mm256_set1_epi32((int)sc->id[q]);
-        __m256i K = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        __m256i Q = _mm256_set1_epi32((int)q), STEP = _mm256_set1_epi32(8);
-        for (uint32_t k0 = 0; k0 < padded; k0 += 8, K = _mm256_add_epi32(K, STEP)) {
-            __m256 DX = _mm256_sub_ps(_mm256_loadu_ps(sc->x + k0), PX);
-            __m256 DY = _mm256_sub_ps(_mm256_loadu_ps(sc->y + k0), PY);
-            __m256 DZ = _mm256_sub_ps(_mm256_loadu_ps(sc->z + k0), PZ);
-            __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(DX, DX), _mm256_mul_ps(DY, DY)),
-                                      _mm256_mul_ps(DZ, DZ));
-            __m256 S = _mm256_add_ps(PR, v->r ? _mm256_loadu_ps(sc->r + k0) : RU);
-            __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
-                                     _mm256_castsi256_ps(_mm256_cmpgt_epi32(K, Q)));
-            unsigned m = (unsigned)_mm256_movemask_ps(T);
+        for (uint32_t k0 = 0; k0 < padded; k0 += 8) {
+            __m256 DX, DY, DZ, S;
+            unsigned m = own8_test(&o, sc, k0, &DX, &DY, &DZ, &S);
             keep8(fd, f, m, DX, DY, DZ, v->r ? &S : NULL,
                   _mm256_loadu_si256((const __m256i *)(const void *)(sc->id + k0)), A);
             f += (uint32_t)__builtin_popcount(m);
@@ -1608,6 +1634,20 @@ static inline uint32_t record_gathered(scratch *sc, const view *v, uint32_t q, u
     else
         for (; blocks; blocks &= blocks - 1)
             f += record16(&o, sc, first_block(blocks) * LANES, to + f);
+#elif defined(__AVX2__)
+    /* as write_gathered()'s AVX2 loop, the sorted indices compacted */
+    own8 o = own8_of(sc, v, q);
+    if (blocks == EVERY_BLOCK)
+        blocks = blocks_upto(sc->padded);
+    for (uint32_t k0, k1; next_run(&blocks, &k0, &k1);)
+        for (; k0 < k1; k0 += 8) {
+            __m256 DX, DY, DZ, S;
+            unsigned m = own8_test(&o, sc, k0, &DX, &DY, &DZ, &S);
+            __m256i I = _mm256_loadu_si256((const __m256i *)(const void *)(sc->sorted + k0));
+            _mm256_storeu_si256((__m256i *)(void *)(to + f),
+                                _mm256_permutevar8x32_epi32(I, compress_permutation(m)));
+            f += (uint32_t)__builtin_popcount(m);
+        }
 #else
     if (blocks == EVERY_BLOCK)
         blocks = blocks_upto(sc->padded);
@@ -1648,6 +1688,30 @@ static inline void append_recorded(found *fd, const view *v, probe pp, const uin
         _mm512_storeu_si512(fd->b + f + t, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in,
                                                                        KI, v->order, 4));
         _mm512_storeu_si512(fd->a + f + t, A);
+    }
+#elif defined(__AVX2__)
+    __m256 PX = _mm256_set1_ps(pp.x), PY = _mm256_set1_ps(pp.y), PZ = _mm256_set1_ps(pp.z);
+    __m256 PR = _mm256_set1_ps(pp.r), zero = _mm256_setzero_ps();
+    __m256i A = _mm256_set1_epi32((int)pp.id);
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t t = 0; t < h; t += 8) {
+        __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(h - t < 8 ? h - t : 8)), LANE);
+        __m256 inf = _mm256_castsi256_ps(in);
+        __m256i KI = _mm256_maskload_epi32((const int *)(const void *)(k + t), in);
+        _mm256_storeu_ps(fd->dx + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->x, KI, inf, 4), PX));
+        _mm256_storeu_ps(fd->dy + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->y, KI, inf, 4), PY));
+        _mm256_storeu_ps(fd->dz + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->z, KI, inf, 4), PZ));
+        if (v->r)
+            _mm256_storeu_ps(fd->s + f + t,
+                             _mm256_add_ps(PR, _mm256_mask_i32gather_ps(zero, v->r, KI, inf, 4)));
+        _mm256_storeu_si256((__m256i *)(void *)(fd->b + f + t),
+                            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(),
+                                                        (const int *)(const void *)v->order, KI, in,
+                                                        4));
+        _mm256_storeu_si256((__m256i *)(void *)(fd->a + f + t), A);
     }
 #else
     for (uint32_t t = 0; t < h; t++) {

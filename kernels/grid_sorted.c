@@ -1032,7 +1032,7 @@ static const signed char STENCIL_AT[STENCIL][3] = {
     {0, 0, 0},  {1, 0, 0},  {-1, 1, 0}, {0, 1, 0}, {1, 1, 0},  {-1, -1, 1}, {0, -1, 1},
     {1, -1, 1}, {-1, 0, 1}, {0, 0, 1},  {1, 0, 1}, {-1, 1, 1}, {0, 1, 1},   {1, 1, 1}};
 
-typedef struct reach_box_t {
+typedef struct cell_reach {
     uint64_t blocks[STENCIL]; /* the blocks of each stencil cell's candidates */
     float lo[4], hi[4];       /* the own cell's box, shrunk by the margin (and a 0) */
     float max_radius;

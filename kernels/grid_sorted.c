@@ -978,12 +978,6 @@ _Static_assert(SCRATCH / LANES == 64, "one bit per block of the scratch in a uin
  * 64 blocks is never whole: the scratch has room for SCRATCH - COPY). */
 #define EVERY_BLOCK UINT64_MAX
 
-static inline uint64_t blocks_upto(uint32_t padded)
-{
-    uint32_t b = padded / LANES;
-    return b >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << b) - 1u;
-}
-
 /* Of blocks, those that hold a candidate after own particle q: the blocks
  * wholly at or before q are left out. */
 static inline uint64_t blocks_after(uint64_t blocks, uint32_t q)
@@ -991,10 +985,20 @@ static inline uint64_t blocks_after(uint64_t blocks, uint32_t q)
     return blocks & ~((UINT64_C(1) << ((q + 1) / LANES)) - 1u);
 }
 
-/* The first block of a non-empty mask. */
+#if defined(__AVX512F__)
+/* The first block of a non-empty mask (the AVX-512 loops test one block
+ * at a time). */
 static inline uint32_t first_block(uint64_t blocks)
 {
     return (uint32_t)__builtin_ctzll(blocks);
+}
+#else
+/* The other paths test runs of blocks. The mask of every block of the
+ * scratch (for EVERY_BLOCK): */
+static inline uint64_t blocks_upto(uint32_t padded)
+{
+    uint32_t b = padded / LANES;
+    return b >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << b) - 1u;
 }
 
 /* Takes the first run of consecutive blocks off *blocks: false when there
@@ -1010,6 +1014,7 @@ static inline bool next_run(uint64_t *blocks, uint32_t *k0, uint32_t *k1)
     *blocks = e >= 64 ? 0 : *blocks & ~((UINT64_C(1) << e) - 1u);
     return true;
 }
+#endif
 
 /* Per-particle radii in a dense level: the cells of the half stencil a
  * particle can reach. Its candidates lie in the scratch cell after cell in

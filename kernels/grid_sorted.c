@@ -1211,12 +1211,13 @@ static inline own16 own16_of(const scratch *sc, const view *v, uint32_t q)
                    _mm512_set1_ps(v->ru), _mm512_set1_epi32((int)q), v->r != NULL};
 }
 
-/* Which of the 16 candidates from k0 on come after q and touch it. */
-static inline __mmask16 own16_test(const own16 *o, const scratch *sc, uint32_t k0)
+/* Which of the 16 candidates from k0 on come after q and touch it, with
+ * x_k - x_q (likewise y, z) and r_q + r_k. */
+static inline __mmask16 own16_test(const own16 *o, const scratch *sc, uint32_t k0, __m512 *DX,
+                                   __m512 *DY, __m512 *DZ, __m512 *S)
 {
     const __m512i LANE = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512 DX, DY, DZ, S;
-    return gathered16_test(&o->p, sc, o->radii ? NULL : &o->ru, k0, &DX, &DY, &DZ, &S) &
+    return gathered16_test(&o->p, sc, o->radii ? NULL : &o->ru, k0, DX, DY, DZ, S) &
            _mm512_cmpgt_epu32_mask(_mm512_add_epi32(LANE, _mm512_set1_epi32((int)k0)), o->q);
 }
 #elif defined(__AVX2__)
@@ -1266,22 +1267,17 @@ static inline uint32_t count_gathered(const scratch *sc, const view *v, uint32_t
     /* one vector per block, the hits counted lane by lane, added up once */
     own16 o = own16_of(sc, v, q);
     __m512i count = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
-    for (; blocks; blocks &= blocks - 1)
-        count = _mm512_mask_add_epi32(count, own16_test(&o, sc, first_block(blocks) * LANES), count,
-                                      one);
+    for (; blocks; blocks &= blocks - 1) {
+        __m512 DX, DY, DZ, S;
+        count = _mm512_mask_add_epi32(
+            count, own16_test(&o, sc, first_block(blocks) * LANES, &DX, &DY, &DZ, &S), count, one);
+    }
     hits = (uint32_t)_mm512_reduce_add_epi32(count);
 #else
     for (uint32_t k0, k1; next_run(&blocks, &k0, &k1);)
         hits += test_range(sc, v, q, k0, k1, NULL);
 #endif
     return hits;
-}
-
-/* Portable paths: hit[k] = whether the cell's own particle q touches the
- * later candidate k, for every candidate. */
-static inline void test_gathered(scratch *sc, const view *v, uint32_t q)
-{
-    test_range(sc, v, q, 0, sc->padded, sc->hit);
 }
 
 /* Contacts found but not yet written: for each, the caller's indices a, b
@@ -1481,6 +1477,27 @@ static inline void keep16(found *fd, uint32_t f, __mmask16 m, __m512 DX, __m512 
     _mm512_storeu_si512(fd->b + f, _mm512_maskz_compress_epi32(m, B));
     _mm512_storeu_si512(fd->a + f, A);
 }
+
+/* The fields of up to 16 contacts of the probe P (its caller's index in
+ * every lane of A) with the particles KI of the arrays x, y, z (r: their
+ * radii, NULL for one radius for all; ids: their caller's indices), the
+ * lanes of in, stored into fd from t on: gathered by index, the same
+ * operations as the test, so the same values. */
+static inline void gather16_found(found *fd, uint32_t t, __mmask16 in, __m512i KI, const float *x,
+                                  const float *y, const float *z, const float *r,
+                                  const uint32_t *ids, const probe16 *P, __m512i A)
+{
+    __m512 zero = _mm512_setzero_ps();
+    _mm512_storeu_ps(fd->dx + t, _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, x, 4), P->x));
+    _mm512_storeu_ps(fd->dy + t, _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, y, 4), P->y));
+    _mm512_storeu_ps(fd->dz + t, _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, z, 4), P->z));
+    if (r)
+        _mm512_storeu_ps(fd->s + t,
+                         _mm512_add_ps(P->r, _mm512_mask_i32gather_ps(zero, in, KI, r, 4)));
+    _mm512_storeu_si512(fd->b + t,
+                        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, KI, ids, 4));
+    _mm512_storeu_si512(fd->a + t, A);
+}
 #elif defined(__AVX2__)
 /* keep16() for 8 lanes, compacted by the permutation of mask m. */
 static inline void keep8(found *fd, uint32_t f, unsigned m, __m256 DX, __m256 DY, __m256 DZ,
@@ -1508,18 +1525,17 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
         if (fd->count + padded > PAIRS)
             out = flush(fd, v, out);
         uint32_t f = fd->count;
-        __m512 PX = _mm512_set1_ps(px), PY = _mm512_set1_ps(py), PZ = _mm512_set1_ps(pz);
-        __m512 PR = _mm512_set1_ps(v->r ? sc->r[q] : v->ru), RU = _mm512_set1_ps(v->ru);
+        own16 o = own16_of(sc, v, q);
         __m512i A = _mm512_set1_epi32((int)sc->id[q]);
-        __m512i K = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        __m512i Q = _mm512_set1_epi32((int)q), STEP = _mm512_set1_epi32(16);
-        probe16 P = {PX, PY, PZ, PR};
-        for (uint32_t k0 = 0; k0 < padded; k0 += 16, K = _mm512_add_epi32(K, STEP)) {
+        const __m512i LANE =
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        for (uint32_t k0 = 0; k0 < padded; k0 += 16) {
             __m512 DX, DY, DZ, S;
-            __mmask16 m = gathered16_test(&P, sc, v->r ? NULL : &RU, k0, &DX, &DY, &DZ, &S) &
-                          _mm512_cmpgt_epu32_mask(K, Q);
+            __mmask16 m = own16_test(&o, sc, k0, &DX, &DY, &DZ, &S);
             if (fd->sparse)
-                _mm512_storeu_si512(fd->b + f, _mm512_maskz_compress_epi32(m, K));
+                _mm512_storeu_si512(fd->b + f,
+                                    _mm512_maskz_compress_epi32(
+                                        m, _mm512_add_epi32(LANE, _mm512_set1_epi32((int)k0))));
             else
                 keep16(fd, f, m, DX, DY, DZ, v->r ? &S : NULL, _mm512_loadu_si512(sc->id + k0), A);
             f += (uint32_t)__builtin_popcount(m);
@@ -1529,20 +1545,8 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
          * same operations, so the same values), 16 at a time */
         for (uint32_t t = fd->count; fd->sparse && t < f; t += 16) {
             __mmask16 in = tail_mask16(f - t);
-            __m512i KI = _mm512_maskz_loadu_epi32(in, fd->b + t);
-            __m512 zero = _mm512_setzero_ps();
-            _mm512_storeu_ps(fd->dx + t,
-                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->x, 4), PX));
-            _mm512_storeu_ps(fd->dy + t,
-                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->y, 4), PY));
-            _mm512_storeu_ps(fd->dz + t,
-                             _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, sc->z, 4), PZ));
-            if (v->r)
-                _mm512_storeu_ps(
-                    fd->s + t, _mm512_add_ps(PR, _mm512_mask_i32gather_ps(zero, in, KI, sc->r, 4)));
-            _mm512_storeu_si512(
-                fd->b + t, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, KI, sc->id, 4));
-            _mm512_storeu_si512(fd->a + t, A);
+            gather16_found(fd, t, in, _mm512_maskz_loadu_epi32(in, fd->b + t), sc->x, sc->y, sc->z,
+                           v->r ? sc->r : NULL, sc->id, &o.p, A);
         }
         fd->count = f;
         (void)hit;
@@ -1567,7 +1571,7 @@ static inline ns_contact *write_gathered(scratch *sc, found *fd, const view *v, 
         return out;
     }
 #endif
-    test_gathered(sc, v, q);
+    test_range(sc, v, q, 0, padded, hit);
     if (fd->count + padded > PAIRS)
         out = flush(fd, v, out);
     /* compaction without branches: every candidate is written, and kept
@@ -1618,7 +1622,8 @@ typedef struct recorder {
  * the cell's own particle q touches to to + f; returns how many. */
 static inline uint32_t record16(const own16 *o, const scratch *sc, uint32_t k0, uint32_t *to)
 {
-    __mmask16 m = own16_test(o, sc, k0);
+    __m512 DX, DY, DZ, S;
+    __mmask16 m = own16_test(o, sc, k0, &DX, &DY, &DZ, &S);
     _mm512_storeu_si512(to, _mm512_maskz_compress_epi32(m, _mm512_loadu_si512(sc->sorted + k0)));
     return (uint32_t)__builtin_popcount(m);
 }
@@ -1675,24 +1680,12 @@ static inline void append_recorded(found *fd, const view *v, probe pp, const uin
 {
     uint32_t f = fd->count;
 #if defined(__AVX512F__)
-    __m512 PX = _mm512_set1_ps(pp.x), PY = _mm512_set1_ps(pp.y), PZ = _mm512_set1_ps(pp.z);
-    __m512 PR = _mm512_set1_ps(pp.r), zero = _mm512_setzero_ps();
+    probe16 P = probe16_of(&pp);
     __m512i A = _mm512_set1_epi32((int)pp.id);
     for (uint32_t t = 0; t < h; t += 16) {
         __mmask16 in = tail_mask16(h - t);
-        __m512i KI = _mm512_maskz_loadu_epi32(in, k + t);
-        _mm512_storeu_ps(fd->dx + f + t,
-                         _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, v->x, 4), PX));
-        _mm512_storeu_ps(fd->dy + f + t,
-                         _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, v->y, 4), PY));
-        _mm512_storeu_ps(fd->dz + f + t,
-                         _mm512_sub_ps(_mm512_mask_i32gather_ps(zero, in, KI, v->z, 4), PZ));
-        if (v->r)
-            _mm512_storeu_ps(fd->s + f + t,
-                             _mm512_add_ps(PR, _mm512_mask_i32gather_ps(zero, in, KI, v->r, 4)));
-        _mm512_storeu_si512(fd->b + f + t, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in,
-                                                                       KI, v->order, 4));
-        _mm512_storeu_si512(fd->a + f + t, A);
+        gather16_found(fd, f + t, in, _mm512_maskz_loadu_epi32(in, k + t), v->x, v->y, v->z, v->r,
+                       v->order, &P, A);
     }
 #elif defined(__AVX2__)
     __m256 PX = _mm256_set1_ps(pp.x), PY = _mm256_set1_ps(pp.y), PZ = _mm256_set1_ps(pp.z);
@@ -1962,12 +1955,11 @@ typedef struct state {
     ns__buf threads;    /* more than one level: size_t, particles per share and level */
     ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
     ns__buf batch;      /* ns_contact: one batch of a streaming query */
-    /* a query's recorded contacts (one level; see recorder) */
+    /* a query's recorded contacts (see recorder) */
     ns__u32s records;      /* the other particle of each */
-    ns__buf record_hits;   /* uint16_t: per sorted particle */
+    ns__buf record_hits;   /* uint16_t: levels per particle, level by level */
     ns__buf unit_record;   /* size_t: per unit, its first record, or UNRECORDED */
     size_t records_wanted; /* for the next query: the last one's contacts and an eighth */
-    bool recorded;         /* the write pass may read them */
     size_t n;
 } state;
 
@@ -2373,8 +2365,10 @@ static inline int unit_level(const state *S, size_t u)
  * each cell's contacts in its level, then those of its particles with every
  * finer level. Pass 1 (items NULL) counts each unit's contacts into
  * S->unit_total and returns the sum, or some number over limit once it is
- * clear the sum is, and the pairs it tested in *tested; pass 2 writes each
- * unit's contacts at the offset S->unit_total then holds. */
+ * clear the sum is, and the pairs it tested in *tested; with record, it
+ * also records the contacts (see recorder) in S->records. Pass 2 writes each
+ * unit's contacts at the offset S->unit_total then holds: with record, those
+ * that pass 1 recorded without testing again, the others tested. */
 static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns_contact *items,
                          bool sparse, bool record, size_t limit, size_t *tested)
 {
@@ -2395,7 +2389,7 @@ static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns
             ar[l].block = SIZE_MAX;
         recorder rc = {0}, *rec = NULL;
         size_t *unit_record = S->unit_record.a;
-        if (record) { /* this thread's slice of the records */
+        if (record && !items) { /* this thread's slice of the records */
             size_t all = S->records.capacity, t = (size_t)omp_get_thread_num(),
                    T = (size_t)omp_get_num_threads();
             rc = (recorder){S->records.a, NULL, S->levels, all * t / T, all * (t + 1) / T, false};
@@ -2417,7 +2411,7 @@ static size_t units_pass(state *S, const ns__input *in, size_t u0, size_t u1, ns
             size_t hits = 0, unit_tested = 0;
             ns_contact *out = items ? items + total[u] : NULL;
             size_t level_hits = S->particle_first[l] * (size_t)S->levels;
-            if (items && S->recorded && unit_record[u] != UNRECORDED) {
+            if (items && record && unit_record[u] != UNRECORDED) {
                 out = expand_unit(views, l, S->levels, c0, c1, record_hits + level_hits,
                                   S->records.a + unit_record[u], &fd, out);
                 flush(&fd, v, out);
@@ -2528,17 +2522,18 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
 {
     state *S = p;
     size_t total, pairs = 0;
-    S->recorded = reserve_records(S, in);
-    ns_status st = count_units(S, in, 0, units_of(S), S->recorded, &total, &pairs, err);
-    S->records_wanted = total + total / 8;
+    bool recorded = reserve_records(S, in);
+    ns_status st = count_units(S, in, 0, units_of(S), recorded, &total, &pairs, err);
+    if (st == NS_OK) /* a refused count is some number over the limit */
+        S->records_wanted = total + total / 8;
     *candidates += pairs;
     if (st == NS_OK)
         st = ns_contact_list_reserve(list, total, err);
     if (st != NS_OK)
         return st;
     if (total > 0)
-        units_pass(S, in, 0, units_of(S), list->items, sparse(total, pairs), false, SIZE_MAX, NULL);
-    S->recorded = false;
+        units_pass(S, in, 0, units_of(S), list->items, sparse(total, pairs), recorded, SIZE_MAX,
+                   NULL);
     list->count = total;
     return NS_OK;
 }

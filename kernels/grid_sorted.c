@@ -1880,11 +1880,18 @@ typedef struct plan {
     float max_radius[LEVELS];
 } plan;
 
+/* The class of radius r: how many limits it does not exceed (they fall, so
+ * the first k). Class 0 (within a halving of the largest radius: every
+ * particle of most inputs) in one test; the others by comparing every limit
+ * without a branch, as a loop that stopped at the class was mispredicted
+ * about once per particle on mixed radii. */
 static inline int radius_class(float r, const float limit[CLASSES - 1])
 {
-    int k = 0;
-    while (k < CLASSES - 1 && !(r > limit[k]))
-        k++;
+    if (r > limit[0])
+        return 0;
+    int k = 1;
+    for (int j = 1; j < CLASSES - 1; j++)
+        k += !(r > limit[j]);
     return k;
 }
 
@@ -1983,10 +1990,8 @@ static void destroy(void *p)
 
 /* The particles copied level by level into S->split, each level in the
  * caller's order (the particles are cut into one share per thread, and a
- * share's particles of a level go after the shares before it), with each
- * level's bounding box. */
-static void split_levels(state *S, const ns__input *in, const plan *pl, float lo[][3],
-                         float hi[][3])
+ * share's particles of a level go after the shares before it). */
+static void split_levels(state *S, const ns__input *in, const plan *pl)
 {
     int L = pl->levels;
     long long shares = in->threads;
@@ -1996,21 +2001,16 @@ static void split_levels(state *S, const ns__input *in, const plan *pl, float lo
     const float *pos = in->pos, *rad = in->radius;
     float *to = S->split.a, *to_r = to + 3 * n;
     uint32_t *ids = S->ids.a;
-    for (int l = 0; l < L; l++)
-        for (int a = 0; a < 3; a++)
-            lo[l][a] = INFINITY, hi[l][a] = -INFINITY;
     for (int pass = 0; pass < 2; pass++) {
 #pragma omp parallel for num_threads(in->threads) schedule(static, 1)
         for (long long t = 0; t < shares; t++) {
             size_t i0 = n * (size_t)t / (size_t)shares, i1 = n * (size_t)(t + 1) / (size_t)shares;
-            size_t *mine = per + (size_t)t * (size_t)L;
-            float blo[LEVELS][3], bhi[LEVELS][3];
-            for (int l = 0; l < L; l++) {
-                if (pass == 0)
-                    mine[l] = 0;
-                for (int a = 0; a < 3; a++)
-                    blo[l][a] = INFINITY, bhi[l][a] = -INFINITY;
-            }
+            /* the share's counts, then places, kept here while the loop runs: in
+             * S->threads, next to the other shares', each thread's writes would
+             * take the cache line from the others */
+            size_t mine[LEVELS];
+            for (int l = 0; l < L; l++)
+                mine[l] = pass == 0 ? 0 : per[(size_t)t * (size_t)L + (size_t)l];
             for (size_t i = i0; i < i1; i++) {
                 int l = pl->level_of_class[radius_class(rad[i], limit)];
                 if (pass == 0) {
@@ -2020,21 +2020,11 @@ static void split_levels(state *S, const ns__input *in, const plan *pl, float lo
                 size_t at = mine[l]++;
                 ids[at] = (uint32_t)i;
                 to_r[at] = rad[i];
-                for (int a = 0; a < 3; a++) {
-                    float x = pos[3 * i + (size_t)a];
-                    to[3 * at + (size_t)a] = x;
-                    blo[l][a] = x < blo[l][a] ? x : blo[l][a];
-                    bhi[l][a] = x > bhi[l][a] ? x : bhi[l][a];
-                }
+                for (int a = 0; a < 3; a++)
+                    to[3 * at + (size_t)a] = pos[3 * i + (size_t)a];
             }
-            if (pass == 1) {
-#pragma omp critical(grid_sorted_split)
-                for (int l = 0; l < L; l++)
-                    for (int a = 0; a < 3; a++) {
-                        lo[l][a] = blo[l][a] < lo[l][a] ? blo[l][a] : lo[l][a];
-                        hi[l][a] = bhi[l][a] > hi[l][a] ? bhi[l][a] : hi[l][a];
-                    }
-            }
+            if (pass == 0)
+                memcpy(per + (size_t)t * (size_t)L, mine, (size_t)L * sizeof *mine);
         }
         if (pass == 0) { /* each share's count into its first place */
             size_t at = 0;
@@ -2047,6 +2037,27 @@ static void split_levels(state *S, const ns__input *in, const plan *pl, float lo
                 }
         }
     }
+}
+
+/* The bounding box of the m positions pos (m > 0), over threads. Apart from
+ * split_levels(), whose loop would otherwise carry each level's box from
+ * one particle to the next through memory. */
+static void bounds(const float *pos, size_t m, int threads, float lo[3], float hi[3])
+{
+    float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY,
+          h2 = -INFINITY;
+    long long count = (long long)m;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min                       \
+                                                                         : l0, l1, l2)             \
+    reduction(max                                                                                  \
+              : h0, h1, h2)
+    for (long long i = 0; i < count; i++) {
+        const float *x = pos + 3 * i;
+        l0 = x[0] < l0 ? x[0] : l0, h0 = x[0] > h0 ? x[0] : h0;
+        l1 = x[1] < l1 ? x[1] : l1, h1 = x[1] > h1 ? x[1] : h1;
+        l2 = x[2] < l2 ? x[2] : l2, h2 = x[2] > h2 ? x[2] : h2;
+    }
+    lo[0] = l0, lo[1] = l1, lo[2] = l2, hi[0] = h0, hi[1] = h1, hi[2] = h2;
 }
 
 /* Level l's grid: cells of twice its largest radius, as the index's
@@ -2074,14 +2085,16 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
     if (!ns__u32s_reserve(&S->ids, n) || !ns__buf_reserve(&S->split, 4 * n, sizeof(float)) ||
         !ns__buf_reserve(&S->threads, (size_t)in->threads * LEVELS, sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's levels");
-    float lo[LEVELS][3], hi[LEVELS][3];
-    split_levels(S, in, pl, lo, hi);
+    split_levels(S, in, pl);
     ns__grid grid[LEVELS];
     for (int l = 0; l < pl->levels; l++) {
         ns__input sub = *in;
         sub.n = pl->count[l];
         level dense = {.layout = DENSE};
-        if (!level_grid(in, pl->max_radius[l], lo[l], hi[l], &sub.grid) ||
+        float lo[3], hi[3];
+        bounds((const float *)S->split.a + 3 * S->particle_first[l], pl->count[l], in->threads, lo,
+               hi);
+        if (!level_grid(in, pl->max_radius[l], lo, hi, &sub.grid) ||
             (l > 0 && !choose_dense(&dense, &sub))) {
             *one = true;
             return NS_OK;
@@ -2228,7 +2241,8 @@ static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, ui
 
 /* The contacts of a probe with the run [b, e) of v (a finer level, with
  * radii), counted by the same masked vectors as write_probe_run(). */
-static inline uint32_t count_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e)
+__attribute__((always_inline)) static inline uint32_t count_probe_run(const view *v, const probe *p,
+                                                                      uint32_t b, uint32_t e)
 {
 #if defined(__AVX512F__)
     uint32_t hits = 0;
@@ -2247,8 +2261,8 @@ static inline uint32_t count_probe_run(const view *v, const probe *p, uint32_t b
 /* Records the contacts of a probe with the run [b, e) of v (a finer level,
  * with radii) into to (room for e - b + LANES): the sorted index of each,
  * tested by the same masked vectors as write_probe_run(). */
-static inline uint32_t record_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e,
-                                        uint32_t *to)
+__attribute__((always_inline)) static inline uint32_t
+record_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e, uint32_t *to)
 {
     uint32_t f = 0;
 #if defined(__AVX512F__)
@@ -2305,6 +2319,84 @@ static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, c
     return hits;
 }
 
+/* What cross_contacts() needs to find the rows of a probe's reach box in
+ * finer level f: the probe, its reach, and the margins for rounding. */
+typedef struct reach_rows {
+    double px, py, pz, reach2, slack_x, slack_y;
+    int64_t lo[3], hi[3];
+} reach_rows;
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+/* The runs of the rows y0 .. y0 + 7 (those up to rr->hi[1]) of layer z, in
+ * the operations row_run() (below, the other paths) makes for one row, lane
+ * by lane: appends those that hold particles to b and e (room for 8), in
+ * order of y; returns how many. One row at a time, this arithmetic and its
+ * two loads were the largest part of powder's search across levels. */
+static inline int rows8(const level *f, const view *vf, const reach_rows *rr, int64_t y0, int64_t z,
+                        double dz, uint32_t *b, uint32_t *e)
+{
+    const ns__grid *g = &f->grid;
+    const __m512d ZERO = _mm512_setzero_pd();
+    __m512d Y = _mm512_add_pd(_mm512_set1_pd((double)y0),
+                              _mm512_setr_pd(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0));
+    __mmask8 in = _mm512_cmp_pd_mask(Y, _mm512_set1_pd((double)rr->hi[1]), _CMP_LE_OQ);
+    __m512d C = _mm512_set1_pd(g->cell), PY = _mm512_set1_pd(rr->py);
+    __m512d A = _mm512_mul_pd(Y, C), B = _mm512_mul_pd(_mm512_add_pd(Y, _mm512_set1_pd(1.0)), C);
+    __m512d D = _mm512_max_pd(_mm512_max_pd(_mm512_sub_pd(A, PY), _mm512_sub_pd(PY, B)), ZERO);
+    D = _mm512_max_pd(_mm512_sub_pd(D, _mm512_set1_pd(rr->slack_y)), ZERO);
+    __m512d left = _mm512_sub_pd(_mm512_sub_pd(_mm512_set1_pd(rr->reach2), _mm512_mul_pd(D, D)),
+                                 _mm512_set1_pd(dz * dz));
+    in &= _mm512_cmp_pd_mask(left, ZERO, _CMP_GE_OQ);
+    __m512d W =
+        _mm512_add_pd(_mm512_sqrt_pd(_mm512_max_pd(left, ZERO)), _mm512_set1_pd(rr->slack_x));
+    __m512d PX = _mm512_set1_pd(rr->px), INV = _mm512_set1_pd(g->inv_cell);
+    __m512d X0 = _mm512_max_pd(_mm512_roundscale_pd(_mm512_mul_pd(_mm512_sub_pd(PX, W), INV),
+                                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                               _mm512_set1_pd((double)rr->lo[0]));
+    __m512d X1 = _mm512_min_pd(_mm512_roundscale_pd(_mm512_mul_pd(_mm512_add_pd(PX, W), INV),
+                                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC),
+                               _mm512_set1_pd((double)rr->hi[0]));
+    in &= _mm512_cmp_pd_mask(X0, X1, _CMP_LE_OQ);
+    /* dense_cell() of (x0, y, z), exact in double (fewer than 2^32 cells) */
+    const int64_t *lo = g->cell_lo;
+    double layer = (double)(z - lo[2] + 1) * (double)f->dim[1];
+    __m512d row = _mm512_add_pd(_mm512_set1_pd(layer - (double)lo[1] + 1.0), Y);
+    __m512d first = _mm512_add_pd(_mm512_mul_pd(row, _mm512_set1_pd((double)f->dim[0])),
+                                  _mm512_sub_pd(X0, _mm512_set1_pd((double)lo[0] - 1.0)));
+    __m512d last = _mm512_add_pd(_mm512_add_pd(first, _mm512_sub_pd(X1, X0)), _mm512_set1_pd(1.0));
+    const __m256i NONE = _mm256_setzero_si256();
+    __m256i S = _mm512_mask_i64gather_epi32(NONE, in, _mm512_cvttpd_epi64(first), vf->start, 4);
+    __m256i E = _mm512_mask_i64gather_epi32(NONE, in, _mm512_cvttpd_epi64(last), vf->start, 4);
+    __mmask8 full = in & _mm256_cmpneq_epi32_mask(S, E);
+    _mm256_storeu_si256((__m256i *)(void *)b, _mm256_maskz_compress_epi32(full, S));
+    _mm256_storeu_si256((__m256i *)(void *)e, _mm256_maskz_compress_epi32(full, E));
+    return __builtin_popcount(full);
+}
+#else
+/* The run of row (y, z) of f within reach along x, [*b, *e), after the
+ * distance to the row in y and z: false when the row is out of reach. */
+static inline bool row_run(const level *f, const view *vf, const reach_rows *rr, int64_t y,
+                           int64_t z, double dz, uint32_t *b, uint32_t *e)
+{
+    const ns__grid *g = &f->grid;
+    double dy = gap(rr->py, (double)y * g->cell, (double)(y + 1) * g->cell, rr->slack_y);
+    double left = rr->reach2 - dy * dy - dz * dz;
+    if (left < 0.0)
+        return false;
+    double w = sqrt(left) + rr->slack_x, c0 = floor((rr->px - w) * g->inv_cell),
+           c1 = floor((rr->px + w) * g->inv_cell);
+    int64_t x0 = c0 > (double)rr->lo[0] ? (int64_t)c0 : rr->lo[0];
+    int64_t x1 = c1 < (double)rr->hi[0] ? (int64_t)c1 : rr->hi[0];
+    if (x0 > x1)
+        return false;
+    const int64_t c[3] = {x0, y, z};
+    size_t first = dense_cell(f, c);
+    *b = vf->start[first];
+    *e = vf->start[first + (size_t)(x1 - x0) + 1];
+    return true;
+}
+#endif
+
 /* The contacts of a probe of a coarser level with the particles of level f
  * (dense; its sorted arrays vf) within the probe's reach, a row of cells at
  * a time: the rows (y, z) of the reach box that come within reach of the
@@ -2312,38 +2404,34 @@ static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, c
  * from below with a margin for the rounding of floor(x / cell), so every
  * contact the float predicate accepts is tested. Counted (out NULL) or
  * written; *tested += the pairs tested. */
-static size_t cross_contacts(const level *f, const view *vf, const probe *p, found *fd,
-                             ns_contact **out, recorder *rc, size_t *tested)
+__attribute__((noinline)) static size_t cross_contacts(const level *f, const view *vf,
+                                                       const probe *p, found *fd, ns_contact **out,
+                                                       recorder *rc, size_t *tested)
 {
     const ns__grid *g = &f->grid;
     double reach = ((double)p->r + (double)g->max_radius) * (1.0 + 0x1p-20);
-    int64_t lo[3], hi[3];
-    if (!reach_box(f, p, reach, lo, hi))
+    reach_rows rr;
+    if (!reach_box(f, p, reach, rr.lo, rr.hi))
         return 0;
-    double px = (double)p->x, py = (double)p->y, pz = (double)p->z;
-    double slack_y = (fabs(py) + g->cell) * 0x1p-40, slack_z = (fabs(pz) + g->cell) * 0x1p-40;
-    double slack_x = (fabs(px) + g->cell) * 0x1p-40;
+    rr.px = (double)p->x, rr.py = (double)p->y, rr.pz = (double)p->z;
+    rr.reach2 = reach * reach;
+    rr.slack_x = (fabs(rr.px) + g->cell) * 0x1p-40;
+    rr.slack_y = (fabs(rr.py) + g->cell) * 0x1p-40;
+    double slack_z = (fabs(rr.pz) + g->cell) * 0x1p-40;
     size_t hits = 0;
-    uint32_t b0[CROSS_ROWS], b1[CROSS_ROWS];
+    uint32_t b0[CROSS_ROWS + 8], b1[CROSS_ROWS + 8]; /* room for a layer's 8 rows more */
     int rows = 0;
-    for (int64_t z = lo[2]; z <= hi[2]; z++) {
-        double dz = gap(pz, (double)z * g->cell, (double)(z + 1) * g->cell, slack_z);
-        for (int64_t y = lo[1]; y <= hi[1]; y++) {
-            double dy = gap(py, (double)y * g->cell, (double)(y + 1) * g->cell, slack_y);
-            double left = reach * reach - dy * dy - dz * dz;
-            if (left < 0.0)
-                continue;
-            double w = sqrt(left) + slack_x, c0 = floor((px - w) * g->inv_cell),
-                   c1 = floor((px + w) * g->inv_cell);
-            int64_t x0 = c0 > (double)lo[0] ? (int64_t)c0 : lo[0];
-            int64_t x1 = c1 < (double)hi[0] ? (int64_t)c1 : hi[0];
-            if (x0 > x1)
-                continue;
-            const int64_t c[3] = {x0, y, z};
-            size_t first = dense_cell(f, c);
-            b0[rows] = vf->start[first];
-            b1[rows] = vf->start[first + (size_t)(x1 - x0) + 1];
-            if (++rows == CROSS_ROWS) {
+    for (int64_t z = rr.lo[2]; z <= rr.hi[2]; z++) {
+        double dz = gap(rr.pz, (double)z * g->cell, (double)(z + 1) * g->cell, slack_z);
+        for (int64_t y = rr.lo[1]; y <= rr.hi[1];) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+            rows += rows8(f, vf, &rr, y, z, dz, b0 + rows, b1 + rows);
+            y += 8;
+#else
+            rows += row_run(f, vf, &rr, y, z, dz, b0 + rows, b1 + rows);
+            y++;
+#endif
+            if (rows >= CROSS_ROWS) {
                 hits += rows_contacts(vf, p, b0, b1, rows, fd, out, rc, tested);
                 rows = 0;
             }

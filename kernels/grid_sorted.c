@@ -1856,22 +1856,29 @@ static size_t cell_contacts(const level *s, const view *v, size_t c, around *ar,
  * the number of halvings from the largest radius to its own (r in
  * (r_max / 2^(k+1), r_max / 2^k]), the smallest radii all in the last
  * class. Level 0 starts at class 0; each later class starts a new level
- * when the particles from it on, binned in cells of twice their largest
- * radius, would hold at least LEVEL_FILL particles per cell over the
- * bounding box (else its particles join the level before). A pair across
- * levels costs a row of cells visited per few candidates, so sparse finer
- * cells cost more than the candidates they save: polydisperse's radii
- * (0.05 to 0.5, 1.7 particles per cell in a second level) search faster in
- * one level, powder's (seven halvings, 7 and 4 per cell) about ten times
- * faster in three. Each level is a grid of its own, with cells of twice
- * its largest radius, searched by the half stencil for its own pairs; a
- * pair across levels is tested once, from the coarser particle, against
- * the finer level's cells within reach of it (its radius plus the finer
- * level's largest: see cross_contacts()), so a small particle never sits
- * in a cell sized for the largest one. A finer level is always dense (see
- * build_levels()). Levels need per-particle radii: with one radius for all
- * there is one level, the grid above. */
-enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2 };
+ * when the particles from it on, spread over the bounding box, would hold
+ * at least LEVEL_FILL per cell of their own (twice their largest radius)
+ * and at least LEVEL_CROWD per cell of the level they would otherwise join;
+ * else they join it. A pair across levels costs a row of cells visited per
+ * few candidates, so a level of sparse cells costs more than the candidates
+ * it saves, until the coarser cells it spares would be crowded. Measured
+ * (100,000 particles, 2 threads): polydisperse (radii 0.05 to 0.5; 1.8 per
+ * cell from the second class on) is faster in one level; powder (seven
+ * halvings; from the second class on 20.8 per cell of their own, from the
+ * third 2.2, which is 17 per cell of the second class's) about twenty times
+ * faster in two levels than in one (its crowded cells tested again when
+ * written) and a fifth faster in two than in three; packed closer, two
+ * levels still beat three at 33 and 50 per coarser cell (by 13 and 7 %), and
+ * three beat two 2.5 times at 80, the coarser cells crowded. Each level is
+ * a grid of its own, with cells of twice its largest radius, searched by
+ * the half stencil for its own pairs; a pair across levels is tested once,
+ * from the coarser particle, against the finer level's cells within reach
+ * of it (its radius plus the finer level's largest: see cross_contacts()),
+ * so a small particle never sits in a cell sized for the largest one. A
+ * finer level is always dense (see build_levels()). Levels need
+ * per-particle radii: with one radius for all there is one level, the grid
+ * above. */
+enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2, LEVEL_CROWD = 32 };
 
 typedef struct plan {
     int levels;
@@ -1901,6 +1908,18 @@ static void class_limits(float max_radius, float limit[CLASSES - 1])
         limit[k] = ldexpf(max_radius, -(k + 1));
 }
 
+/* The particles per cell that count particles would make, spread over the
+ * bounding box of g in cells of twice max_radius. */
+static double fill(const ns__grid *g, size_t count, float max_radius)
+{
+    double cell = 2.0 * (double)max_radius, volume = 1.0;
+    for (int a = 0; a < 3; a++) {
+        double extent = (double)g->hi[a] - (double)g->lo[a];
+        volume *= extent > cell ? extent : cell;
+    }
+    return (double)count * cell * cell * cell / volume;
+}
+
 /* The levels of in's particles (one when every radius is the same class,
  * or no later class is dense enough). */
 static void plan_levels(const ns__input *in, plan *pl)
@@ -1924,19 +1943,14 @@ static void plan_levels(const ns__input *in, plan *pl)
         count[k]++;
         maxr[k] = rad[i] > maxr[k] ? rad[i] : maxr[k];
     }
-    const ns__grid *g = &in->grid;
     size_t rest = in->n;
     for (int k = 0; k < CLASSES; k++) {
         float top = 0.0f; /* the largest radius from class k on */
         for (int j = k; j < CLASSES; j++)
             top = maxr[j] > top ? maxr[j] : top;
-        double cell = 2.0 * (double)top, volume = 1.0;
-        for (int a = 0; a < 3; a++) {
-            double extent = (double)g->hi[a] - (double)g->lo[a];
-            volume *= extent > cell ? extent : cell;
-        }
         bool starts = k > 0 && count[k] > 0 && pl->levels < LEVELS && top > 0.0f &&
-                      (double)rest * cell * cell * cell >= LEVEL_FILL * volume;
+                      fill(&in->grid, rest, top) >= LEVEL_FILL &&
+                      fill(&in->grid, rest, pl->max_radius[pl->levels - 1]) >= LEVEL_CROWD;
         if (starts) {
             pl->levels++;
             pl->max_radius[pl->levels - 1] = top;

@@ -1224,12 +1224,17 @@ static void t_grid_sorted_levels(int argc, char **argv)
     (void)argv;
     tested = tl_kernel("grid_sorted");
     uint64_t rng = 5151;
-    enum { SETS = 5 };
+    enum { SETS = 6 };
     tl_set s[SETS];
     tl_generate(tl_workload("powder"), 20000, 1, &s[0]);
     tl_generate(tl_workload("polydisperse"), 20000, 1, &s[1]);
-    for (int k = 2; k < SETS; k++)
+    for (int k = 2; k < SETS - 1; k++)
         tl_set_init(&s[k], 0);
+    /* powder packed into 0.6 of its side: 10 particles per cell from the
+     * third class on, enough for a third level */
+    tl_generate(tl_workload("powder"), 20000, 1, &s[5]);
+    for (size_t i = 0; i < 3 * s[5].n; i++)
+        s[5].pos[i] *= 0.6f;
     /* one particle of radius 40 among 20,000 of 0.5: it touches them all */
     add_cloud(&s[2], 10000, 0, 0, 0, 0.0f, 20.0f, 0.5f, 0.5f, &rng);
     add_cloud(&s[2], 1, 10, 10, 10, 0.0f, 0.0f, 40.0f, 40.0f, &rng);
@@ -1248,11 +1253,13 @@ static void t_grid_sorted_levels(int argc, char **argv)
     }
     for (int k = 0; k < 40; k++)
         tl_set_put(&s[4], (size_t)k, s[4].pos[0], s[4].pos[1], s[4].pos[2], s[4].radius[k]);
-    const int want[SETS] = {3, 1, 2, 2, 0};
-    const char *what[SETS] = {"powder n=20000 (three levels)", "polydisperse n=20000 (one level)",
+    const int want[SETS] = {2, 1, 2, 2, 0, 3};
+    const char *what[SETS] = {"powder n=20000 (two levels)",
+                              "polydisperse n=20000 (one level)",
                               "one radius of 40 among 20,000 of 0.5 (two levels)",
                               "lattices of radius 0.5 and 0.0625 at exact spacings (two levels)",
-                              "3,000 radii from 0.5 to 2^-20, and 0, in a cube of 4"};
+                              "3,000 radii from 0.5 to 2^-20, and 0, in a cube of 4",
+                              "powder n=20000 packed into 0.6 of its side (three levels)"};
     for (int k = 0; k < SETS; k++) {
         check_set_context("%s", what[k]);
         ns_index_info info;

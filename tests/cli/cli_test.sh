@@ -516,12 +516,12 @@ case_stats() {
     run st_dam pairs --kernel grid_sorted --input d.csv --stats --output /dev/null
     grep -Eq '^index layout +blocked$' "$K/st_dam.err" || fail "grid_sorted --stats on clusters: not blocked"
     # and the levels of cells it split the radii into: one for equal radii,
-    # three for powder's seven halvings; none for a kernel with one grid
+    # two for powder's seven halvings; none for a kernel with one grid
     grep -Eq '^index levels +1$' "$K/st_gs.err" || fail "grid_sorted --stats: not 'index levels 1'"
     grep -Eq '^index levels +0$' "$K/st_naive.err" || fail "naive --stats: levels other than 0"
     gen powder 20000 1 w.csv
     run st_pow pairs --kernel grid_sorted --input w.csv --stats --output /dev/null
-    grep -Eq '^index levels +3$' "$K/st_pow.err" || fail "grid_sorted --stats on powder: not 3 levels"
+    grep -Eq '^index levels +2$' "$K/st_pow.err" || fail "grid_sorted --stats on powder: not 2 levels"
 }
 
 # ------------------------------------------------------------------- binary

@@ -1920,9 +1920,17 @@ static double fill(const ns__grid *g, size_t count, float max_radius)
     return (double)count * cell * cell * cell / volume;
 }
 
+/* The first particle of share t of n particles cut into shares. */
+static inline size_t share_first(size_t n, long long t, long long shares)
+{
+    return n * (size_t)t / (size_t)shares;
+}
+
 /* The levels of in's particles (one when every radius is the same class,
- * or no later class is dense enough). */
-static void plan_levels(const ns__input *in, plan *pl)
+ * or no later class is dense enough), and in share_count (in->threads x
+ * CLASSES) the particles of each class in each share of them, for
+ * split_levels(). */
+static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->levels = 1;
@@ -1932,17 +1940,33 @@ static void plan_levels(const ns__input *in, plan *pl)
         return;
     float limit[CLASSES - 1];
     class_limits(in->grid.max_radius, limit);
-    size_t count[CLASSES] = {0};
     float maxr[CLASSES] = {0};
     const float *rad = in->radius;
-    long long n = (long long)in->n;
-#pragma omp parallel for num_threads(in->threads) schedule(static)                                 \
-    reduction(+ : count[:CLASSES]) reduction(max : maxr[:CLASSES])
-    for (long long i = 0; i < n; i++) {
-        int k = radius_class(rad[i], limit);
-        count[k]++;
-        maxr[k] = rad[i] > maxr[k] ? rad[i] : maxr[k];
+    long long shares = in->threads;
+#pragma omp parallel for num_threads(in->threads) schedule(static, 1) reduction(max                \
+                                                                                : maxr[:CLASSES])
+    for (long long t = 0; t < shares; t++) {
+        size_t mine[CLASSES] = {0}, first = 0; /* class 0 (most inputs' only one) in a register */
+        float top = 0.0f;
+        for (size_t i = share_first(in->n, t, shares); i < share_first(in->n, t + 1, shares); i++) {
+            float r = rad[i];
+            if (r > limit[0]) {
+                first++;
+                top = r > top ? r : top;
+                continue;
+            }
+            int k = radius_class(r, limit);
+            mine[k]++;
+            maxr[k] = r > maxr[k] ? r : maxr[k];
+        }
+        mine[0] = first;
+        maxr[0] = top > maxr[0] ? top : maxr[0];
+        memcpy(share_count + (size_t)t * CLASSES, mine, sizeof mine);
     }
+    size_t count[CLASSES] = {0};
+    for (long long t = 0; t < shares; t++)
+        for (int k = 0; k < CLASSES; k++)
+            count[k] += share_count[(size_t)t * CLASSES + (size_t)k];
     size_t rest = in->n;
     for (int k = 0; k < CLASSES; k++) {
         float top = 0.0f; /* the largest radius from class k on */
@@ -1973,7 +1997,8 @@ typedef struct state {
     ns__u32s ids;       /* more than one level: n, the caller's index of each particle,
                          * level by level (each in the caller's order) */
     ns__buf split;      /* more than one level: their positions (3 n), then radii (n) */
-    ns__buf threads;    /* more than one level: size_t, particles per share and level */
+    ns__buf threads;    /* more than one level: size_t, particles per share and class, then
+                         * each share's first place in each level (split_levels()) */
     ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
     ns__buf batch;      /* ns_contact: one batch of a streaming query */
     /* a query's recorded contacts (see recorder) */
@@ -2004,51 +2029,38 @@ static void destroy(void *p)
 
 /* The particles copied level by level into S->split, each level in the
  * caller's order (the particles are cut into one share per thread, and a
- * share's particles of a level go after the shares before it). */
+ * share's particles of a level go after the shares before it), from the
+ * counts plan_levels() left in S->threads. */
 static void split_levels(state *S, const ns__input *in, const plan *pl)
 {
     int L = pl->levels;
     long long shares = in->threads;
-    size_t n = in->n, *per = S->threads.a; /* shares x L */
+    size_t n = in->n, *count = S->threads.a, *place = count + (size_t)shares * CLASSES;
+    size_t at = 0; /* each share's first place in each level: shares x L */
+    for (int l = 0; l < L; l++)
+        for (long long t = 0; t < shares; t++) {
+            place[(size_t)t * (size_t)L + (size_t)l] = at;
+            for (int k = 0; k < CLASSES; k++)
+                at += pl->level_of_class[k] == l ? count[(size_t)t * CLASSES + (size_t)k] : 0;
+        }
     float limit[CLASSES - 1];
     class_limits(in->grid.max_radius, limit);
     const float *pos = in->pos, *rad = in->radius;
     float *to = S->split.a, *to_r = to + 3 * n;
     uint32_t *ids = S->ids.a;
-    for (int pass = 0; pass < 2; pass++) {
 #pragma omp parallel for num_threads(in->threads) schedule(static, 1)
-        for (long long t = 0; t < shares; t++) {
-            size_t i0 = n * (size_t)t / (size_t)shares, i1 = n * (size_t)(t + 1) / (size_t)shares;
-            /* the share's counts, then places, kept here while the loop runs: in
-             * S->threads, next to the other shares', each thread's writes would
-             * take the cache line from the others */
-            size_t mine[LEVELS];
-            for (int l = 0; l < L; l++)
-                mine[l] = pass == 0 ? 0 : per[(size_t)t * (size_t)L + (size_t)l];
-            for (size_t i = i0; i < i1; i++) {
-                int l = pl->level_of_class[radius_class(rad[i], limit)];
-                if (pass == 0) {
-                    mine[l]++;
-                    continue;
-                }
-                size_t at = mine[l]++;
-                ids[at] = (uint32_t)i;
-                to_r[at] = rad[i];
-                for (int a = 0; a < 3; a++)
-                    to[3 * at + (size_t)a] = pos[3 * i + (size_t)a];
-            }
-            if (pass == 0)
-                memcpy(per + (size_t)t * (size_t)L, mine, (size_t)L * sizeof *mine);
-        }
-        if (pass == 0) { /* each share's count into its first place */
-            size_t at = 0;
-            for (int l = 0; l < L; l++)
-                for (long long t = 0; t < shares; t++) {
-                    size_t *k = per + (size_t)t * (size_t)L + (size_t)l;
-                    size_t c = *k;
-                    *k = at;
-                    at += c;
-                }
+    for (long long t = 0; t < shares; t++) {
+        /* the share's places, kept here while the loop runs: in S->threads,
+         * next to the other shares', each thread's writes would take the
+         * cache line from the others */
+        size_t mine[LEVELS];
+        memcpy(mine, place + (size_t)t * (size_t)L, (size_t)L * sizeof *mine);
+        for (size_t i = share_first(n, t, shares); i < share_first(n, t + 1, shares); i++) {
+            size_t slot = mine[pl->level_of_class[radius_class(rad[i], limit)]]++;
+            ids[slot] = (uint32_t)i;
+            to_r[slot] = rad[i];
+            for (int a = 0; a < 3; a++)
+                to[3 * slot + (size_t)a] = pos[3 * i + (size_t)a];
         }
     }
 }
@@ -2096,8 +2108,7 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
                               ns_error *err)
 {
     size_t n = in->n;
-    if (!ns__u32s_reserve(&S->ids, n) || !ns__buf_reserve(&S->split, 4 * n, sizeof(float)) ||
-        !ns__buf_reserve(&S->threads, (size_t)in->threads * LEVELS, sizeof(size_t)))
+    if (!ns__u32s_reserve(&S->ids, n) || !ns__buf_reserve(&S->split, 4 * n, sizeof(float)))
         return ns__fail_oom(err, "grid_sorted's levels");
     split_levels(S, in, pl);
     ns__grid grid[LEVELS];
@@ -2144,7 +2155,9 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         return ns__fail_oom(err, "grid_sorted state");
     S->n = in->n;
     plan pl;
-    plan_levels(in, &pl);
+    if (!ns__buf_reserve(&S->threads, (size_t)in->threads * (CLASSES + LEVELS), sizeof(size_t)))
+        return ns__fail_oom(err, "grid_sorted's levels");
+    plan_levels(in, S->threads.a, &pl);
     bool one = pl.levels == 1;
     S->levels = pl.levels;
     S->particle_first[0] = 0;

@@ -2073,10 +2073,9 @@ static void bounds(const float *pos, size_t m, int threads, float lo[3], float h
     float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY,
           h2 = -INFINITY;
     long long count = (long long)m;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min                       \
-                                                                         : l0, l1, l2)             \
-    reduction(max                                                                                  \
-              : h0, h1, h2)
+    /* clang-format off */
+#pragma omp parallel for num_threads(threads) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
+    /* clang-format on */
     for (long long i = 0; i < count; i++) {
         const float *x = pos + 3 * i;
         l0 = x[0] < l0 ? x[0] : l0, h0 = x[0] > h0 ? x[0] : h0;

@@ -340,7 +340,8 @@ typedef struct ns_index_info {
                            NULL */
     int levels;         /* grids of cells by radius class, for a kernel that splits mixed radii
                            (grid_sorted: 1, more when radii span several halvings and the
-                           smaller ones are numerous enough); else 0 */
+                           smaller ones are numerous enough to crowd the larger ones'
+                           cells); else 0 */
 } ns_index_info;
 /* index NULL: info zeroed; info NULL: nothing. */
 void ns_index_get_info(const ns_index *index, ns_index_info *info);

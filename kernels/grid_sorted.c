@@ -2312,9 +2312,10 @@ record_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e, uint32_t
 #if defined(__AVX512F__)
     probe16 P = probe16_of(p);
     const __m512i LANE = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const view w = *v; /* a copy the stores below cannot alias: else its arrays are reloaded */
     for (uint32_t k0 = b; k0 < e; k0 += 16) {
         __m512 DX, DY, DZ, S;
-        __mmask16 m = probe16_test(&P, v, k0, tail_mask16(e - k0), &DX, &DY, &DZ, &S);
+        __mmask16 m = probe16_test(&P, &w, k0, tail_mask16(e - k0), &DX, &DY, &DZ, &S);
         _mm512_storeu_si512(to + f, _mm512_maskz_compress_epi32(
                                         m, _mm512_add_epi32(LANE, _mm512_set1_epi32((int)k0))));
         f += (uint32_t)__builtin_popcount(m);

@@ -1944,9 +1944,9 @@ static inline size_t share_first(size_t n, long long t, long long shares)
 }
 
 /* The levels of in's particles (one when every radius is the same class,
- * or no later class is dense enough), and in share_count (in->threads x
- * CLASSES) the particles of each class in each share of them, for
- * split_levels(). */
+ * or no later class is dense enough), and, with per-particle radii, in
+ * share_count (in->threads x CLASSES) the particles of each class in each
+ * share of them, for split_levels(). */
 static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
@@ -1966,7 +1966,8 @@ static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
     for (long long t = 0; t < shares; t++) {
         size_t mine[CLASSES] = {0}, first = 0; /* class 0 (most inputs' only one) in a register */
         float top = 0.0f;
-        for (size_t i = share_first(in->n, t, shares); i < share_first(in->n, t + 1, shares); i++) {
+        size_t end = share_first(in->n, t + 1, shares);
+        for (size_t i = share_first(in->n, t, shares); i < end; i++) {
             float r = rad[i];
             if (r > cl.limit[0]) {
                 first++;
@@ -2073,7 +2074,8 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
          * cache line from the others */
         size_t mine[LEVELS];
         memcpy(mine, place + (size_t)t * (size_t)L, (size_t)L * sizeof *mine);
-        for (size_t i = share_first(n, t, shares); i < share_first(n, t + 1, shares); i++) {
+        size_t end = share_first(n, t + 1, shares);
+        for (size_t i = share_first(n, t, shares); i < end; i++) {
             size_t slot = mine[pl->level_of_class[radius_class(&cl, rad[i])]]++;
             ids[slot] = (uint32_t)i;
             to_r[slot] = rad[i];
@@ -2172,7 +2174,8 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         return ns__fail_oom(err, "grid_sorted state");
     S->n = in->n;
     plan pl;
-    if (!ns__buf_reserve(&S->threads, (size_t)in->threads * (CLASSES + LEVELS), sizeof(size_t)))
+    if (in->radius && /* room for plan_levels()'s counts, and split_levels()'s places */
+        !ns__buf_reserve(&S->threads, (size_t)in->threads * (CLASSES + LEVELS), sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's levels");
     plan_levels(in, S->threads.a, &pl);
     bool one = pl.levels == 1;

@@ -1880,13 +1880,6 @@ static size_t cell_contacts(const level *s, const view *v, size_t c, around *ar,
  * above. */
 enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2, LEVEL_CROWD = 32 };
 
-typedef struct plan {
-    int levels;
-    int level_of_class[CLASSES];
-    size_t count[LEVELS];
-    float max_radius[LEVELS];
-} plan;
-
 /* How radii are classed: the limits r_max / 2^(k+1), k < CLASSES - 1, and
  * whether they are all normal floats (r_max at least 2^-100), each r_max
  * with its exponent lowered by k + 1. */
@@ -1895,6 +1888,14 @@ typedef struct classes {
     uint32_t top; /* the bits of r_max */
     bool by_bits;
 } classes;
+
+typedef struct plan {
+    int levels;
+    int level_of_class[CLASSES];
+    size_t count[LEVELS];
+    float max_radius[LEVELS];
+    classes classes; /* with per-particle radii: how they were classed */
+} plan;
 
 static void classes_of(float max_radius, classes *c)
 {
@@ -1955,8 +1956,8 @@ static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
     pl->max_radius[0] = in->grid.max_radius;
     if (!in->radius || in->grid.max_radius == 0.0f)
         return;
-    classes cl;
-    classes_of(in->grid.max_radius, &cl);
+    classes_of(in->grid.max_radius, &pl->classes);
+    const classes cl = pl->classes;
     float maxr[CLASSES] = {0};
     const float *rad = in->radius;
     long long shares = in->threads;
@@ -2062,8 +2063,8 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
             for (int k = 0; k < CLASSES; k++)
                 at += pl->level_of_class[k] == l ? count[(size_t)t * CLASSES + (size_t)k] : 0;
         }
-    classes cl;
-    classes_of(in->grid.max_radius, &cl);
+    const classes cl = pl->classes; /* as plan_levels() classed them; a copy the stores
+                                     * below cannot alias */
     const float *pos = in->pos, *rad = in->radius;
     float *to = S->split.a, *to_r = to + 3 * n;
     uint32_t *ids = S->ids.a;

@@ -2665,7 +2665,7 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
         S->records_wanted = total + total / 8;
     *candidates += pairs;
     if (st == NS_OK)
-        st = ns_contact_list_reserve(list, total, err);
+        st = ns__contact_list_grow(list, total, total, in->threads, err);
     if (st != NS_OK)
         return st;
     if (total > 0)

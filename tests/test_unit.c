@@ -746,6 +746,50 @@ static void t_contact_list_reserve(int argc, char **argv)
     ns_contact_list_free(&l);
 }
 
+/* Private (src/core/core.h): a list grown for a search about to fill it. */
+ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
+                                ns_error *err);
+
+/* Growing a list for a search, its new pages made present first (by 1 to 3
+ * threads, several pages each): what it held is kept, the room is there,
+ * a list with room is not grown, and a refusal leaves the list as it was. */
+static void t_contact_list_grow(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    enum { HELD = 1000, WANTED = 300000, FILLED = 250000 }; /* 7.2 MB: huge pages' size */
+    for (int threads = 1; threads <= 3; threads++) {
+        check_set_context("ns__contact_list_grow, %d threads", threads);
+        ns_contact_list l;
+        ns_error err;
+        ns_contact_list_init(&l);
+        REQUIRE(ns_contact_list_reserve(&l, HELD, &err) == NS_OK);
+        for (uint32_t k = 0; k < HELD; k++) {
+            ns_contact c = {k, k + 1, (float)k, 0.0f, 0.0f, 1.0f};
+            l.items[l.count++] = c;
+        }
+        CHECK_STATUS(ns__contact_list_grow(&l, WANTED, FILLED, threads, &err), NS_OK, &err);
+        CHECK_CMP_U(l.capacity, >=, WANTED);
+        CHECK_EQ_U(l.count, HELD);
+        size_t kept = 0;
+        for (uint32_t k = 0; k < HELD; k++)
+            kept += l.items[k].i == k && l.items[k].j == k + 1 && l.items[k].overlap == (float)k;
+        CHECK_EQ_U(kept, HELD);
+        for (size_t k = HELD; k < WANTED; k++) /* the room is there (ASan would see) */
+            l.items[k].i = (uint32_t)k;
+        size_t cap = l.capacity;
+        ns_contact *items = l.items;
+        CHECK_STATUS(ns__contact_list_grow(&l, HELD, HELD, threads, &err), NS_OK, &err);
+        CHECK(l.capacity == cap && l.items == items); /* room already: not grown */
+        CHECK_EQ_U(l.items[WANTED - 1].i, WANTED - 1);
+        ns_status st = ns__contact_list_grow(&l, SIZE_MAX, SIZE_MAX, threads, &err);
+        CHECK_EQ_I(st, NS_ERR_TOO_LARGE);
+        CHECK(l.capacity == cap && l.items == items && l.count == HELD);
+        CHECK_EQ_U(l.items[HELD - 1].j, HELD);
+        ns_contact_list_free(&l);
+    }
+}
+
 /* An allocator refusing blocks over 1 GiB, so that huge requests fail
  * cleanly (the C library or a sanitizer might abort on them instead). */
 static void *cap_malloc(size_t size, void *ctx)
@@ -1855,6 +1899,7 @@ static const tl_case cases[] = {
     {"index_info", .run_args = t_index_info},
     {"contact_list_sort", .run_args = t_contact_list_sort},
     {"contact_list_reserve", .run_args = t_contact_list_reserve},
+    {"contact_list_grow", .run_args = t_contact_list_grow},
     {"reserve_huge", .run_args = t_reserve_huge},
     {"huge_settings", .run_args = t_huge_settings},
     {"explicit_threads", .run_args = t_explicit_threads},

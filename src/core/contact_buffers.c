@@ -146,8 +146,8 @@ ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contac
     if (total > list->capacity) {
         /* a little room to grow into, never beyond the limit */
         size_t want = total + total / 8;
-        ns_status s =
-            ns_contact_list_reserve(list, want > total && want <= max_contacts ? want : total, err);
+        ns_status s = ns__contact_list_grow(
+            list, want > total && want <= max_contacts ? want : total, total, t->count, err);
         if (s != NS_OK)
             return s;
     }

@@ -5,6 +5,7 @@
 
 #include "core.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <omp.h>
 #include <stdio.h>
@@ -107,6 +108,43 @@ static void libc_free(void *ptr, void *ctx)
 }
 
 static ns_allocator allocator = {libc_malloc, libc_realloc, libc_free, NULL};
+
+/* Pages [a, b) made present and writable: MADV_POPULATE_WRITE (Linux 5.14
+ * on), one call the kernel fills in bulk; where it is not known, a byte
+ * written on each page. Any other refusal (the memory not there) leaves the
+ * pages to the writes that follow, which fault them in as they would have. */
+static void touch_pages(uintptr_t a, uintptr_t b, uintptr_t page)
+{
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0 || errno != EINVAL)
+        return;
+#endif
+    for (uintptr_t q = a; q < b; q += page)
+        *(volatile char *)q = 0;
+}
+
+/* The whole pages inside [p, p + bytes) made present, the threads sharing
+ * them; their contents left undefined. Blocks under HUGE_MIN are left alone
+ * (the heap's, mostly touched already). */
+static void first_touch(void *p, size_t bytes, int threads)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (!p || bytes < HUGE_MIN || page <= 0 || threads < 1)
+        return;
+    uintptr_t size = (uintptr_t)page;
+    uintptr_t lo = ((uintptr_t)p + size - 1) & ~(size - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~(size - 1);
+    if (hi <= lo)
+        return;
+    uintptr_t pages = (hi - lo) / size;
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        uintptr_t a = lo + pages * (uintptr_t)t / (uintptr_t)threads * size;
+        uintptr_t b = lo + pages * (uintptr_t)(t + 1) / (uintptr_t)threads * size;
+        if (b > a)
+            touch_pages(a, b, size);
+    }
+}
 
 void ns_set_allocator(const ns_allocator *a)
 {
@@ -348,6 +386,25 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
     list->items = items;
     list->capacity = wanted;
     ns__ok(err);
+    return NS_OK;
+}
+
+/* A fresh contact list's pages, faulted in by the search's own parallel
+ * writes, took twice what the kernel takes to hand them out in bulk
+ * beforehand (README, "The one-shot search"): the part of the list that
+ * growing it brought, up to the filled contacts about to be written, is
+ * made present first. A list with room already (a reused one) is left as
+ * it is. */
+ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
+                                ns_error *err)
+{
+    size_t had = list->capacity;
+    ns_status st = ns_contact_list_reserve(list, wanted, err);
+    if (st != NS_OK)
+        return st;
+    size_t end = filled < list->capacity ? filled : list->capacity;
+    if (end > had)
+        first_touch(list->items + had, (end - had) * sizeof(ns_contact), threads);
     return NS_OK;
 }
 

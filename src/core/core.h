@@ -158,6 +158,12 @@ static inline uint32_t ns__hash_cell(int64_t cx, int64_t cy, int64_t cz, size_t 
     return (uint32_t)(((h >> 32) * (uint64_t)table_size) >> 32);
 }
 
+/* ns_contact_list_reserve(list, wanted), then, where the list grew, its new
+ * pages up to contact filled (the contacts a search is about to write with
+ * threads threads) made present in parallel first (see core.c). */
+ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
+                                ns_error *err);
+
 /* Appends to a contact list, growing it; checks max_contacts. */
 ns_status ns__list_push_slow(ns_contact_list *list, const ns_contact *c, size_t max_contacts,
                              ns_error *err);

@@ -575,21 +575,26 @@ static view view_of(const level *s)
                   .start = s->start.a};
 }
 
-/* Positions (and radii) into cell order. */
-static void gather(const level *s, const ns__input *in)
+/* Positions (and radii) into cell order; with ids (a level's particles:
+ * the caller's index of each), order[] renumbered to the caller's indices
+ * on the way. */
+static void gather(const level *s, const ns__input *in, const uint32_t *ids)
 {
     view v = view_of(s);
     float *x = (float *)v.x, *y = (float *)v.y, *z = (float *)v.z, *r = (float *)v.r;
+    uint32_t *order = s->order.a;
     const float *pos = in->pos;
     long long n = (long long)in->n;
 #pragma omp parallel for num_threads(in->threads) schedule(static)
     for (long long p = 0; p < n; p++) {
-        size_t i = v.order[p];
+        size_t i = order[p];
         x[p] = pos[3 * i];
         y[p] = pos[3 * i + 1];
         z[p] = pos[3 * i + 2];
         if (r)
             r[p] = in->radius[i];
+        if (ids)
+            order[p] = ids[i];
     }
 }
 
@@ -664,8 +669,9 @@ static ns_status build_blocked(level *s, const ns__input *in, bool *fits, ns_err
     return NS_OK;
 }
 
-/* One level's grid of the particles in (all of them, or one level's). */
-static ns_status build_level(level *s, const ns__input *in, ns_error *err)
+/* One level's grid of the particles in: all of them (ids NULL), or one
+ * level's, ids[i] the caller's index of its particle i. */
+static ns_status build_level(level *s, const ns__input *in, const uint32_t *ids, ns_error *err)
 {
     size_t n = in->n;
     s->n = n;
@@ -694,7 +700,7 @@ static ns_status build_level(level *s, const ns__input *in, ns_error *err)
     if (st != NS_OK)
         return st;
     s->units = (s->cells + UNIT - 1) / UNIT;
-    gather(s, in);
+    gather(s, in, ids);
     return NS_OK;
 }
 
@@ -2155,15 +2161,9 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
         sub.radius = split + 3 * n + first;
         sub.grid = grid[l];
         level *s = &S->level[l];
-        ns_status st = build_level(s, &sub, err);
+        ns_status st = build_level(s, &sub, (const uint32_t *)S->ids.a + first, err);
         if (st != NS_OK)
             return st;
-        uint32_t *order = s->order.a;
-        const uint32_t *ids = S->ids.a + first;
-        long long m = (long long)sub.n;
-#pragma omp parallel for num_threads(in->threads) schedule(static)
-        for (long long p = 0; p < m; p++)
-            order[p] = ids[order[p]];
     }
     return NS_OK;
 }
@@ -2188,7 +2188,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     if (st == NS_OK && one) {
         S->levels = 1;
         S->particle_first[1] = in->n;
-        st = build_level(&S->level[0], in, err);
+        st = build_level(&S->level[0], in, NULL, err);
     }
     if (st != NS_OK)
         return st;

@@ -14,6 +14,9 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/mman.h>
+#if !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; C libraries before glibc 2.35 lack the name */
+#endif
 #endif
 
 /* Statuses and errors */
@@ -110,13 +113,17 @@ static void libc_free(void *ptr, void *ctx)
 static ns_allocator allocator = {libc_malloc, libc_realloc, libc_free, NULL};
 
 /* Pages [a, b) made present and writable: MADV_POPULATE_WRITE (Linux 5.14
- * on), one call the kernel fills in bulk; where it is not known, a byte
- * written on each page. Any other refusal (the memory not there) leaves the
- * pages to the writes that follow, which fault them in as they would have. */
+ * on), one call the kernel fills in bulk; where the kernel does not know it
+ * (EINVAL), or on another system, a byte written on each page. Any other
+ * refusal (the memory not there) leaves the pages to the writes that
+ * follow, which fault them in as they would have. */
 static void touch_pages(uintptr_t a, uintptr_t b, uintptr_t page)
 {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-    if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0 || errno != EINVAL)
+#if defined(__linux__)
+    int saved = errno; /* the caller's, left as it was */
+    bool done = madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0 || errno != EINVAL;
+    errno = saved;
+    if (done)
         return;
 #endif
     for (uintptr_t q = a; q < b; q += page)
@@ -398,7 +405,7 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
 ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
                                 ns_error *err)
 {
-    size_t had = list->capacity;
+    size_t had = list ? list->capacity : 0;
     ns_status st = ns_contact_list_reserve(list, wanted, err);
     if (st != NS_OK)
         return st;

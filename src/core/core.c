@@ -78,16 +78,26 @@ void ns__ok(ns_error *err)
  * to the whole pages inside the block, never to memory beyond it. */
 enum { HUGE_MIN = 2u << 20 };
 
+/* The whole pages inside a block [p, p + size) of at least HUGE_MIN:
+ * [*lo, *hi), and the page size; 0 when there are none (or the block is
+ * smaller, or NULL). */
+static uintptr_t whole_pages(const void *p, size_t size, uintptr_t *lo, uintptr_t *hi)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (!p || size < HUGE_MIN || page <= 0)
+        return 0;
+    uintptr_t mask = ~((uintptr_t)page - 1);
+    *lo = ((uintptr_t)p + (uintptr_t)page - 1) & mask;
+    *hi = ((uintptr_t)p + size) & mask;
+    return *hi > *lo ? (uintptr_t)page : 0;
+}
+
 static void *advise_huge(void *p, size_t size)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    long page = sysconf(_SC_PAGESIZE);
-    if (p && size >= HUGE_MIN && page > 0) {
-        uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-        uintptr_t hi = ((uintptr_t)p + size) & ~((uintptr_t)page - 1);
-        if (hi > lo)
-            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: a refusal is fine */
-    }
+    uintptr_t lo, hi;
+    if (whole_pages(p, size, &lo, &hi))
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: a refusal is fine */
 #else
     (void)size;
 #endif
@@ -135,13 +145,8 @@ static void touch_pages(uintptr_t a, uintptr_t b, uintptr_t page)
  * (the heap's, mostly touched already). */
 static void first_touch(void *p, size_t bytes, int threads)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    if (!p || bytes < HUGE_MIN || page <= 0 || threads < 1)
-        return;
-    uintptr_t size = (uintptr_t)page;
-    uintptr_t lo = ((uintptr_t)p + size - 1) & ~(size - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes) & ~(size - 1);
-    if (hi <= lo)
+    uintptr_t lo, hi, size = whole_pages(p, bytes, &lo, &hi);
+    if (!size || threads < 1)
         return;
     uintptr_t pages = (hi - lo) / size;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)

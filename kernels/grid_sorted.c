@@ -2093,16 +2093,40 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
 
 /* The bounding box of the m positions pos (m > 0), over threads. Apart from
  * split_levels(), whose loop would otherwise carry each level's box from
- * one particle to the next through memory. */
+ * one particle to the next through memory. The positions are read as one
+ * array of floats, BOX_LANES at a time, each lane with bounds of its own
+ * (lane j holds axis j % 3), so that the compiler vectorises the loop; the
+ * lanes are folded by axis at the end. One position at a time, powder's
+ * two boxes took 1.9 ms of its build at 1,000,000 (2 threads). */
+enum { BOX_LANES = 48 };
+
 static void bounds(const float *pos, size_t m, int threads, float lo[3], float hi[3])
 {
     float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY,
           h2 = -INFINITY;
-    long long count = (long long)m;
+    long long whole = (long long)(3 * m / BOX_LANES);
     /* clang-format off */
-#pragma omp parallel for num_threads(threads) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
+#pragma omp parallel num_threads(threads) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
     /* clang-format on */
-    for (long long i = 0; i < count; i++) {
+    {
+        float bl[BOX_LANES], bh[BOX_LANES];
+        for (int j = 0; j < BOX_LANES; j++)
+            bl[j] = INFINITY, bh[j] = -INFINITY;
+#pragma omp for schedule(static)
+        for (long long c = 0; c < whole; c++) {
+            const float *x = pos + (size_t)c * BOX_LANES;
+            for (int j = 0; j < BOX_LANES; j++) {
+                bl[j] = x[j] < bl[j] ? x[j] : bl[j];
+                bh[j] = x[j] > bh[j] ? x[j] : bh[j];
+            }
+        }
+        for (int j = 0; j < BOX_LANES; j += 3) {
+            l0 = bl[j] < l0 ? bl[j] : l0, h0 = bh[j] > h0 ? bh[j] : h0;
+            l1 = bl[j + 1] < l1 ? bl[j + 1] : l1, h1 = bh[j + 1] > h1 ? bh[j + 1] : h1;
+            l2 = bl[j + 2] < l2 ? bl[j + 2] : l2, h2 = bh[j + 2] > h2 ? bh[j + 2] : h2;
+        }
+    }
+    for (size_t i = (size_t)whole * BOX_LANES / 3; i < m; i++) {
         const float *x = pos + 3 * i;
         l0 = x[0] < l0 ? x[0] : l0, h0 = x[0] > h0 ? x[0] : h0;
         l1 = x[1] < l1 ? x[1] : l1, h1 = x[1] > h1 ? x[1] : h1;

@@ -1695,12 +1695,15 @@ static inline void append_each(found *fd, uint32_t f, const view *v, const probe
 }
 
 /* Appends the h recorded contacts of the probe with the particles k[0 ..
- * h) of v to fd (room for h + 16), computed as write_gathered() and
- * the search across levels does: whole vectors of them by gathers, the rest one by
- * one. A gather costs about as much for one lane as for all, and most
- * probes have fewer contacts than a vector holds (powder's finer level
- * about 2 with the later particles of its own): gathering those too made
- * powder's build and query 3 % slower (100,000 particles, 2 threads). */
+ * h) of v to fd (room for h + 16), computed as write_gathered() and the
+ * search across levels do: by gathers of a vector's width, except that
+ * fewer than ONE_BY_ONE left are taken one by one. A gather costs about as
+ * much for one lane as for all, and a particle of powder's second level has
+ * about two recorded contacts: gathering those made powder's build and
+ * query 2 % slower (100,000 particles, 2 threads); taking up to 16 one by
+ * one made uniform's (about 14 a particle) 1 % slower. */
+enum { ONE_BY_ONE = 6 };
+
 static inline void append_recorded(found *fd, const view *v, probe pp, const uint32_t *k,
                                    uint32_t h)
 {
@@ -1708,25 +1711,37 @@ static inline void append_recorded(found *fd, const view *v, probe pp, const uin
 #if defined(__AVX512F__)
     probe16 P = probe16_of(&pp);
     __m512i A = _mm512_set1_epi32((int)pp.id);
-    for (; t + 16 <= h; t += 16)
-        gather16_found(fd, f + t, (__mmask16)0xffff, _mm512_loadu_si512(k + t), v->x, v->y, v->z,
-                       v->r, v->order, &P, A);
+    for (; t < h && h - t >= ONE_BY_ONE; t += 16) {
+        __mmask16 in = tail_mask16(h - t);
+        gather16_found(fd, f + t, in, _mm512_maskz_loadu_epi32(in, k + t), v->x, v->y, v->z, v->r,
+                       v->order, &P, A);
+    }
 #elif defined(__AVX2__)
     __m256 PX = _mm256_set1_ps(pp.x), PY = _mm256_set1_ps(pp.y), PZ = _mm256_set1_ps(pp.z);
-    __m256 PR = _mm256_set1_ps(pp.r);
+    __m256 PR = _mm256_set1_ps(pp.r), zero = _mm256_setzero_ps();
     __m256i A = _mm256_set1_epi32((int)pp.id);
-    for (; t + 8 <= h; t += 8) {
-        __m256i KI = _mm256_loadu_si256((const __m256i *)(const void *)(k + t));
-        _mm256_storeu_ps(fd->dx + f + t, _mm256_sub_ps(_mm256_i32gather_ps(v->x, KI, 4), PX));
-        _mm256_storeu_ps(fd->dy + f + t, _mm256_sub_ps(_mm256_i32gather_ps(v->y, KI, 4), PY));
-        _mm256_storeu_ps(fd->dz + f + t, _mm256_sub_ps(_mm256_i32gather_ps(v->z, KI, 4), PZ));
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (; t < h && h - t >= ONE_BY_ONE; t += 8) {
+        __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(h - t < 8 ? h - t : 8)), LANE);
+        __m256 inf = _mm256_castsi256_ps(in);
+        __m256i KI = _mm256_maskload_epi32((const int *)(const void *)(k + t), in);
+        _mm256_storeu_ps(fd->dx + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->x, KI, inf, 4), PX));
+        _mm256_storeu_ps(fd->dy + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->y, KI, inf, 4), PY));
+        _mm256_storeu_ps(fd->dz + f + t,
+                         _mm256_sub_ps(_mm256_mask_i32gather_ps(zero, v->z, KI, inf, 4), PZ));
         if (v->r)
-            _mm256_storeu_ps(fd->s + f + t, _mm256_add_ps(PR, _mm256_i32gather_ps(v->r, KI, 4)));
+            _mm256_storeu_ps(fd->s + f + t,
+                             _mm256_add_ps(PR, _mm256_mask_i32gather_ps(zero, v->r, KI, inf, 4)));
         _mm256_storeu_si256((__m256i *)(void *)(fd->b + f + t),
-                            _mm256_i32gather_epi32((const int *)(const void *)v->order, KI, 4));
+                            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(),
+                                                        (const int *)(const void *)v->order, KI, in,
+                                                        4));
         _mm256_storeu_si256((__m256i *)(void *)(fd->a + f + t), A);
     }
 #endif
+    t = t < h ? t : h; /* past h when the gathers took them all */
     append_each(fd, f, v, &pp, k, t, h);
     fd->count = f + h;
 }

@@ -2491,30 +2491,51 @@ static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, c
 /* What cross_contacts() needs to find the rows of a probe's reach box in
  * finer level f: the probe, its reach, and the margins for rounding. */
 typedef struct reach_rows {
-    double px, py, pz, reach2, slack_x, slack_y;
+    double px, py, pz, reach2, slack_x, slack_y, slack_z;
     int64_t lo[3], hi[3];
 } reach_rows;
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-/* The runs of the rows y0 .. y0 + 7 (those up to rr->hi[1]) of layer z, in
- * the operations row_run() (below, the other paths) makes for one row, lane
- * by lane: appends those that hold particles to b and e (room for 8), in
- * order of y; returns how many. One row at a time, this arithmetic and its
- * two loads were the largest part of powder's search across levels. */
-static inline int rows8(const level *f, const view *vf, const reach_rows *rr, int64_t y0, int64_t z,
-                        double dz, uint32_t *b, uint32_t *e)
+/* The distances from p to the cells c of a level's grid along one axis,
+ * less slack, at least 0, lane by lane (as gap()). */
+static inline __m512d gaps8(__m512d C, double cell, double p, double slack)
+{
+    const __m512d ZERO = _mm512_setzero_pd();
+    __m512d CELL = _mm512_set1_pd(cell), P = _mm512_set1_pd(p);
+    __m512d A = _mm512_mul_pd(C, CELL),
+            B = _mm512_mul_pd(_mm512_add_pd(C, _mm512_set1_pd(1.0)), CELL);
+    __m512d D = _mm512_max_pd(_mm512_max_pd(_mm512_sub_pd(A, P), _mm512_sub_pd(P, B)), ZERO);
+    return _mm512_max_pd(_mm512_sub_pd(D, _mm512_set1_pd(slack)), ZERO);
+}
+
+/* The runs of the rows i0 .. i0 + 7 (those below all) of the reach box,
+ * its rows numbered y fastest (ny of them per layer z), in the operations
+ * row_run() (below, the other paths) makes for one row, lane by lane:
+ * appends those that hold particles to b and e (room for 8), in order;
+ * returns how many. One row at a time, this arithmetic and its two loads
+ * were the largest part of powder's search across levels; a layer at a time,
+ * half the lanes were past the box's 3 or 4 rows. */
+static inline int rows8(const level *f, const view *vf, const reach_rows *rr, int64_t i0,
+                        int64_t ny, int64_t all, uint32_t *b, uint32_t *e)
 {
     const ns__grid *g = &f->grid;
-    const __m512d ZERO = _mm512_setzero_pd();
-    __m512d Y = _mm512_add_pd(_mm512_set1_pd((double)y0),
+    const __m512d ZERO = _mm512_setzero_pd(), ONE = _mm512_set1_pd(1.0);
+    __m512d I = _mm512_add_pd(_mm512_set1_pd((double)i0),
                               _mm512_setr_pd(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0));
-    __mmask8 in = _mm512_cmp_pd_mask(Y, _mm512_set1_pd((double)rr->hi[1]), _CMP_LE_OQ);
-    __m512d C = _mm512_set1_pd(g->cell), PY = _mm512_set1_pd(rr->py);
-    __m512d A = _mm512_mul_pd(Y, C), B = _mm512_mul_pd(_mm512_add_pd(Y, _mm512_set1_pd(1.0)), C);
-    __m512d D = _mm512_max_pd(_mm512_max_pd(_mm512_sub_pd(A, PY), _mm512_sub_pd(PY, B)), ZERO);
-    D = _mm512_max_pd(_mm512_sub_pd(D, _mm512_set1_pd(rr->slack_y)), ZERO);
-    __m512d left = _mm512_sub_pd(_mm512_sub_pd(_mm512_set1_pd(rr->reach2), _mm512_mul_pd(D, D)),
-                                 _mm512_set1_pd(dz * dz));
+    __mmask8 in = _mm512_cmp_pd_mask(I, _mm512_set1_pd((double)all), _CMP_LT_OQ);
+    /* the layer, floor((i + 1/2) / ny): (i + 1/2) / ny is at least 1 / (2 ny)
+     * from a whole number, far more than the reciprocal's rounding */
+    __m512d NY = _mm512_set1_pd((double)ny);
+    __m512d ZO = _mm512_roundscale_pd(
+        _mm512_mul_pd(_mm512_add_pd(I, _mm512_set1_pd(0.5)), _mm512_set1_pd(1.0 / (double)ny)),
+        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512d Y =
+        _mm512_add_pd(_mm512_set1_pd((double)rr->lo[1]), _mm512_sub_pd(I, _mm512_mul_pd(ZO, NY)));
+    __m512d Z = _mm512_add_pd(_mm512_set1_pd((double)rr->lo[2]), ZO);
+    __m512d DY = gaps8(Y, g->cell, rr->py, rr->slack_y),
+            DZ = gaps8(Z, g->cell, rr->pz, rr->slack_z);
+    __m512d left = _mm512_sub_pd(_mm512_sub_pd(_mm512_set1_pd(rr->reach2), _mm512_mul_pd(DY, DY)),
+                                 _mm512_mul_pd(DZ, DZ));
     in &= _mm512_cmp_pd_mask(left, ZERO, _CMP_GE_OQ);
     __m512d W =
         _mm512_add_pd(_mm512_sqrt_pd(_mm512_max_pd(left, ZERO)), _mm512_set1_pd(rr->slack_x));
@@ -2528,11 +2549,13 @@ static inline int rows8(const level *f, const view *vf, const reach_rows *rr, in
     in &= _mm512_cmp_pd_mask(X0, X1, _CMP_LE_OQ);
     /* dense_cell() of (x0, y, z), exact in double (fewer than 2^32 cells) */
     const int64_t *lo = g->cell_lo;
-    double layer = (double)(z - lo[2] + 1) * (double)f->dim[1];
-    __m512d row = _mm512_add_pd(_mm512_set1_pd(layer - (double)lo[1] + 1.0), Y);
+    __m512d row = _mm512_add_pd(
+        _mm512_mul_pd(_mm512_add_pd(_mm512_sub_pd(Z, _mm512_set1_pd((double)lo[2])), ONE),
+                      _mm512_set1_pd((double)f->dim[1])),
+        _mm512_add_pd(_mm512_sub_pd(Y, _mm512_set1_pd((double)lo[1])), ONE));
     __m512d first = _mm512_add_pd(_mm512_mul_pd(row, _mm512_set1_pd((double)f->dim[0])),
                                   _mm512_sub_pd(X0, _mm512_set1_pd((double)lo[0] - 1.0)));
-    __m512d last = _mm512_add_pd(_mm512_add_pd(first, _mm512_sub_pd(X1, X0)), _mm512_set1_pd(1.0));
+    __m512d last = _mm512_add_pd(_mm512_add_pd(first, _mm512_sub_pd(X1, X0)), ONE);
     const __m256i NONE = _mm256_setzero_si256();
     __m256i S = _mm512_mask_i64gather_epi32(NONE, in, _mm512_cvttpd_epi64(first), vf->start, 4);
     __m256i E = _mm512_mask_i64gather_epi32(NONE, in, _mm512_cvttpd_epi64(last), vf->start, 4);
@@ -2586,26 +2609,31 @@ __attribute__((noinline)) static size_t cross_contacts(const level *f, const vie
     rr.reach2 = reach * reach;
     rr.slack_x = (fabs(rr.px) + g->cell) * 0x1p-40;
     rr.slack_y = (fabs(rr.py) + g->cell) * 0x1p-40;
-    double slack_z = (fabs(rr.pz) + g->cell) * 0x1p-40;
+    rr.slack_z = (fabs(rr.pz) + g->cell) * 0x1p-40;
     size_t hits = 0;
-    uint32_t b0[CROSS_ROWS + 8], b1[CROSS_ROWS + 8]; /* room for a layer's 8 rows more */
+    uint32_t b0[CROSS_ROWS + 8], b1[CROSS_ROWS + 8]; /* room for 8 rows more */
     int rows = 0;
-    for (int64_t z = rr.lo[2]; z <= rr.hi[2]; z++) {
-        double dz = gap(rr.pz, (double)z * g->cell, (double)(z + 1) * g->cell, slack_z);
-        for (int64_t y = rr.lo[1]; y <= rr.hi[1];) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
-            rows += rows8(f, vf, &rr, y, z, dz, b0 + rows, b1 + rows);
-            y += 8;
+    int64_t ny = rr.hi[1] - rr.lo[1] + 1, all = ny * (rr.hi[2] - rr.lo[2] + 1);
+    for (int64_t i = 0; i < all; i += 8) {
+        rows += rows8(f, vf, &rr, i, ny, all, b0 + rows, b1 + rows);
+        if (rows >= CROSS_ROWS) {
+            hits += rows_contacts(vf, p, b0, b1, rows, fd, out, rc, tested);
+            rows = 0;
+        }
+    }
 #else
+    for (int64_t z = rr.lo[2]; z <= rr.hi[2]; z++) {
+        double dz = gap(rr.pz, (double)z * g->cell, (double)(z + 1) * g->cell, rr.slack_z);
+        for (int64_t y = rr.lo[1]; y <= rr.hi[1]; y++) {
             rows += row_run(f, vf, &rr, y, z, dz, b0 + rows, b1 + rows);
-            y++;
-#endif
             if (rows >= CROSS_ROWS) {
                 hits += rows_contacts(vf, p, b0, b1, rows, fd, out, rc, tested);
                 rows = 0;
             }
         }
     }
+#endif
     return hits + rows_contacts(vf, p, b0, b1, rows, fd, out, rc, tested);
 }
 

@@ -1898,7 +1898,7 @@ static size_t cell_contacts(const level *s, const view *v, size_t c, around *ar,
  * finer level is always dense (see build_levels()). Levels need
  * per-particle radii: with one radius for all there is one level, the grid
  * above. */
-enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2, LEVEL_CROWD = 32 };
+enum { LEVELS = 6, CLASSES = 16, LEVEL_FILL = 2, LEVEL_CROWD = 32, PLAN_WAYS = 4 };
 
 /* How radii are classed: the limits r_max / 2^(k+1), k < CLASSES - 1, and
  * whether they are all normal floats (r_max at least 2^-100), each r_max
@@ -1985,23 +1985,33 @@ static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
 #pragma omp parallel for num_threads(in->threads) schedule(static, 1) reduction(max : maxr[:CLASSES])
     /* clang-format on */
     for (long long t = 0; t < shares; t++) {
-        size_t mine[CLASSES] = {0}, first = 0; /* class 0 (most inputs' only one) in a register */
-        float top = 0.0f;
-        size_t end = share_first(in->n, t + 1, shares);
-        for (size_t i = share_first(in->n, t, shares); i < end; i++) {
-            float r = rad[i];
-            if (r > cl.limit[0]) {
-                first++;
-                top = r > top ? r : top;
-                continue;
+        /* PLAN_WAYS tables of counts and largest radii, particle i in table
+         * i % PLAN_WAYS, so that an update does not wait on the one before
+         * (the same class, on most inputs) */
+        size_t mine[PLAN_WAYS][CLASSES] = {{0}};
+        float top[PLAN_WAYS][CLASSES] = {{0}};
+        size_t i = share_first(in->n, t, shares), end = share_first(in->n, t + 1, shares);
+        for (; i + PLAN_WAYS <= end; i += PLAN_WAYS)
+            for (int w = 0; w < PLAN_WAYS; w++) {
+                float r = rad[i + (size_t)w];
+                int k = radius_class(&cl, r);
+                mine[w][k]++;
+                top[w][k] = r > top[w][k] ? r : top[w][k];
             }
+        for (int w = 0; i < end; i++, w++) {
+            float r = rad[i];
             int k = radius_class(&cl, r);
-            mine[k]++;
-            maxr[k] = r > maxr[k] ? r : maxr[k];
+            mine[w][k]++;
+            top[w][k] = r > top[w][k] ? r : top[w][k];
         }
-        mine[0] = first;
-        maxr[0] = top > maxr[0] ? top : maxr[0];
-        memcpy(share_count + (size_t)t * CLASSES, mine, sizeof mine);
+        size_t *counts = share_count + (size_t)t * CLASSES;
+        for (int k = 0; k < CLASSES; k++) {
+            counts[k] = 0;
+            for (int w = 0; w < PLAN_WAYS; w++) {
+                counts[k] += mine[w][k];
+                maxr[k] = top[w][k] > maxr[k] ? top[w][k] : maxr[k];
+            }
+        }
     }
     size_t count[CLASSES] = {0};
     for (long long t = 0; t < shares; t++)

@@ -1946,6 +1946,14 @@ static inline int radius_class(const classes *c, float r)
     return k;
 }
 
+/* Radius r counted in a table of counts and largest radii by class. */
+static inline void count_class(const classes *c, float r, size_t *count, float *top)
+{
+    int k = radius_class(c, r);
+    count[k]++;
+    top[k] = r > top[k] ? r : top[k];
+}
+
 /* The particles per cell that count particles would make, spread over the
  * bounding box of g in cells of twice max_radius. */
 static double fill(const ns__grid *g, size_t count, float max_radius)
@@ -1985,25 +1993,17 @@ static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
 #pragma omp parallel for num_threads(in->threads) schedule(static, 1) reduction(max : maxr[:CLASSES])
     /* clang-format on */
     for (long long t = 0; t < shares; t++) {
-        /* PLAN_WAYS tables of counts and largest radii, particle i in table
-         * i % PLAN_WAYS, so that an update does not wait on the one before
-         * (the same class, on most inputs) */
+        /* PLAN_WAYS tables of counts and largest radii, the share's i-th
+         * particle in table i % PLAN_WAYS, so that an update does not wait
+         * on the one before (the same class, on most inputs) */
         size_t mine[PLAN_WAYS][CLASSES] = {{0}};
         float top[PLAN_WAYS][CLASSES] = {{0}};
         size_t i = share_first(in->n, t, shares), end = share_first(in->n, t + 1, shares);
         for (; i + PLAN_WAYS <= end; i += PLAN_WAYS)
-            for (int w = 0; w < PLAN_WAYS; w++) {
-                float r = rad[i + (size_t)w];
-                int k = radius_class(&cl, r);
-                mine[w][k]++;
-                top[w][k] = r > top[w][k] ? r : top[w][k];
-            }
-        for (int w = 0; i < end; i++, w++) {
-            float r = rad[i];
-            int k = radius_class(&cl, r);
-            mine[w][k]++;
-            top[w][k] = r > top[w][k] ? r : top[w][k];
-        }
+            for (int w = 0; w < PLAN_WAYS; w++)
+                count_class(&cl, rad[i + (size_t)w], mine[w], top[w]);
+        for (int w = 0; i < end; i++, w++)
+            count_class(&cl, rad[i], mine[w], top[w]);
         size_t *counts = share_count + (size_t)t * CLASSES;
         for (int k = 0; k < CLASSES; k++) {
             counts[k] = 0;
@@ -2281,13 +2281,6 @@ static bool reach_box(const level *f, const probe *p, double reach, int64_t lo[3
     return true;
 }
 
-/* The distance from x to the interval [a, b], less slack, at least 0. */
-static inline double gap(double x, double a, double b, double slack)
-{
-    double d = x < a ? a - x : x > b ? x - b : 0.0;
-    return d > slack ? d - slack : 0.0;
-}
-
 /* The contacts of a probe with the runs [b0[r], b1[r]) of v (a finer level,
  * with radii), r < rows, as in cross_contacts(): counted (*out NULL),
  * recorded when rc is on and has room, or written into fd. The rows are
@@ -2421,10 +2414,10 @@ static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, c
     return hits;
 }
 #else
-/* Writes the contacts of a probe with the run [b, e) of v into fd, tested
- * where the run lies: on the AVX2 path vectors with the tail masked,
- * compacted as in write_gathered(). A run longer than fd holds is written
- * by write_run(), after what is pending. */
+/* Writes the contacts of a probe with the run [b, e) of v: on the AVX2
+ * path into fd, tested where the run lies by vectors with the tail masked,
+ * compacted as in write_gathered(); elsewhere, and for a run longer than fd
+ * holds, straight to out by write_run(), after what is pending. */
 static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e, found *fd,
                                    ns_contact *out)
 {
@@ -2507,7 +2500,7 @@ typedef struct reach_rows {
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 /* The distances from p to the cells c of a level's grid along one axis,
- * less slack, at least 0, lane by lane (as gap()). */
+ * less slack, at least 0, lane by lane (as gap() on the other paths). */
 static inline __m512d gaps8(__m512d C, double cell, double p, double slack)
 {
     const __m512d ZERO = _mm512_setzero_pd();
@@ -2533,8 +2526,10 @@ static inline int rows8(const level *f, const view *vf, const reach_rows *rr, in
     __m512d I = _mm512_add_pd(_mm512_set1_pd((double)i0),
                               _mm512_setr_pd(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0));
     __mmask8 in = _mm512_cmp_pd_mask(I, _mm512_set1_pd((double)all), _CMP_LT_OQ);
-    /* the layer, floor((i + 1/2) / ny): (i + 1/2) / ny is at least 1 / (2 ny)
-     * from a whole number, far more than the reciprocal's rounding */
+    /* the layer, floor((i + 1/2) / ny): (i + 1/2) / ny is at least
+     * 1 / (2 ny) from a whole number, and the reciprocal's rounding moves
+     * it by about (i / ny) 2^-52, far less while ny nz < 2^32 (the box
+     * lies in the level's grid) */
     __m512d NY = _mm512_set1_pd((double)ny);
     __m512d ZO = _mm512_roundscale_pd(
         _mm512_mul_pd(_mm512_add_pd(I, _mm512_set1_pd(0.5)), _mm512_set1_pd(1.0 / (double)ny)),
@@ -2575,6 +2570,13 @@ static inline int rows8(const level *f, const view *vf, const reach_rows *rr, in
     return __builtin_popcount(full);
 }
 #else
+/* The distance from x to the interval [a, b], less slack, at least 0. */
+static inline double gap(double x, double a, double b, double slack)
+{
+    double d = x < a ? a - x : x > b ? x - b : 0.0;
+    return d > slack ? d - slack : 0.0;
+}
+
 /* The run of row (y, z) of f within reach along x, [*b, *e), after the
  * distance to the row in y and z: false when the row is out of reach. */
 static inline bool row_run(const level *f, const view *vf, const reach_rows *rr, int64_t y,

@@ -2414,6 +2414,39 @@ static size_t rows_contacts(const view *v, const probe *p, const uint32_t *b0, c
     return hits;
 }
 #else
+#if defined(__AVX2__)
+/* A probe's coordinates and radius, each in every lane. */
+typedef struct probe8 {
+    __m256 x, y, z, r;
+} probe8;
+
+static inline probe8 broadcast8(const probe *p)
+{
+    return (probe8){_mm256_set1_ps(p->x), _mm256_set1_ps(p->y), _mm256_set1_ps(p->z),
+                    _mm256_set1_ps(p->r)};
+}
+
+/* Which of the candidates k0 .. k0 + 7 of v, those before e (in), touch
+ * the probe P: a mask, lane by lane, with the differences DX, DY, DZ and
+ * the sums of radii S that decided it. */
+static inline unsigned touching8(const view *v, const probe8 *P, uint32_t k0, uint32_t e,
+                                 __m256i *in, __m256 *DX, __m256 *DY, __m256 *DZ, __m256 *S)
+{
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int left = e - k0 >= 8 ? 8 : (int)(e - k0);
+    *in = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), LANE);
+    *DX = _mm256_sub_ps(_mm256_maskload_ps(v->x + k0, *in), P->x);
+    *DY = _mm256_sub_ps(_mm256_maskload_ps(v->y + k0, *in), P->y);
+    *DZ = _mm256_sub_ps(_mm256_maskload_ps(v->z + k0, *in), P->z);
+    __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(*DX, *DX), _mm256_mul_ps(*DY, *DY)),
+                              _mm256_mul_ps(*DZ, *DZ));
+    *S = _mm256_add_ps(P->r, _mm256_maskload_ps(v->r + k0, *in));
+    __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(*S, *S), _CMP_LT_OQ),
+                             _mm256_castsi256_ps(*in));
+    return (unsigned)_mm256_movemask_ps(T);
+}
+#endif
+
 /* Writes the contacts of a probe with the run [b, e) of v: on the AVX2
  * path into fd, tested where the run lies by vectors with the tail masked,
  * compacted as in write_gathered(); elsewhere, and for a run longer than fd
@@ -2427,22 +2460,12 @@ static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, ui
         return write_run(v, p, b, e, out);
 #if defined(__AVX2__)
     uint32_t f = fd->count;
-    __m256 PX = _mm256_set1_ps(p->x), PY = _mm256_set1_ps(p->y), PZ = _mm256_set1_ps(p->z);
-    __m256 PR = _mm256_set1_ps(p->r);
+    probe8 P = broadcast8(p);
     __m256i A = _mm256_set1_epi32((int)p->id);
-    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (uint32_t k0 = b; k0 < e; k0 += 8) {
-        int left = e - k0 >= 8 ? 8 : (int)(e - k0);
-        __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), LANE);
-        __m256 DX = _mm256_sub_ps(_mm256_maskload_ps(v->x + k0, in), PX);
-        __m256 DY = _mm256_sub_ps(_mm256_maskload_ps(v->y + k0, in), PY);
-        __m256 DZ = _mm256_sub_ps(_mm256_maskload_ps(v->z + k0, in), PZ);
-        __m256 D2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(DX, DX), _mm256_mul_ps(DY, DY)),
-                                  _mm256_mul_ps(DZ, DZ));
-        __m256 S = _mm256_add_ps(PR, _mm256_maskload_ps(v->r + k0, in));
-        __m256 T = _mm256_and_ps(_mm256_cmp_ps(D2, _mm256_mul_ps(S, S), _CMP_LT_OQ),
-                                 _mm256_castsi256_ps(in));
-        unsigned m = (unsigned)_mm256_movemask_ps(T);
+        __m256i in;
+        __m256 DX, DY, DZ, S;
+        unsigned m = touching8(v, &P, k0, e, &in, &DX, &DY, &DZ, &S);
         keep8(fd, f, m, DX, DY, DZ, &S,
               _mm256_maskload_epi32((const int *)(const void *)(v->order + k0), in), A);
         f += (uint32_t)__builtin_popcount(m);
@@ -2456,16 +2479,34 @@ static ns_contact *write_probe_run(const view *v, const probe *p, uint32_t b, ui
 }
 
 /* Records the contacts of a probe with the run [b, e) of v into to (room
- * for e - b): the sorted index of each, compacted without a branch. */
+ * for e - b + LANES): the sorted index of each, compacted without a
+ * branch; on the AVX2 path by the vectors of write_probe_run(), their
+ * lanes moved to the front by the permutation of the mask (one candidate
+ * at a time, powder's build and query took 13.2 ms against 9.9 at 100k,
+ * 147 against 111 at 1M). */
 static inline uint32_t record_probe_run(const view *v, const probe *p, uint32_t b, uint32_t e,
                                         uint32_t *to)
 {
     uint32_t f = 0;
+#if defined(__AVX2__)
+    probe8 P = broadcast8(p);
+    const __m256i LANE = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (uint32_t k0 = b; k0 < e; k0 += 8) {
+        __m256i in;
+        __m256 DX, DY, DZ, S;
+        unsigned m = touching8(v, &P, k0, e, &in, &DX, &DY, &DZ, &S);
+        __m256i K = _mm256_add_epi32(LANE, _mm256_set1_epi32((int)k0));
+        _mm256_storeu_si256((__m256i *)(void *)(to + f),
+                            _mm256_permutevar8x32_epi32(K, compress_permutation(m)));
+        f += (uint32_t)__builtin_popcount(m);
+    }
+#else
     for (uint32_t k = b; k < e; k++) {
         to[f] = k;
         f += ns__touching(ns__distance2(v->x[k] - p->x, v->y[k] - p->y, v->z[k] - p->z),
                           p->r + v->r[k]);
     }
+#endif
     return f;
 }
 

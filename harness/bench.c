@@ -415,9 +415,67 @@ static disturbance disturbance_now(void)
     return d;
 }
 
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The memory probe: what the witness (below) cannot see, measured after
+ * every repetition's timed loop. On a virtual machine the host sometimes
+ * runs the guest's cores where memory and the other core's cache are far
+ * slower (a neighbour taking the shared cache or memory bandwidth, or the
+ * two cores placed apart), for seconds at a time: a build that streams and
+ * permutes arrays between threads then takes two to three times as long,
+ * while the witness, in L1, does not change. The probe is such work, fixed:
+ * each thread of the process writes its slice of PROBE_WORDS words, then,
+ * after a barrier, reads the next thread's slice (its own with one thread)
+ * in a scattered order, PROBE_REPS times; mem_probe_ms is the median
+ * (README, "Counters"). It runs outside the timed loop, so it adds to the
+ * sweep's time, never to a repetition's. */
+#define PROBE_VERSION 1
+#define PROBE_WORDS (1u << 20) /* 4 MiB: beyond the private caches, within a shared one */
+#define PROBE_REPS 5
+
+static uint32_t *probe_words; /* allocated on the first probe, kept for the process */
+
+/* The probe's median time in ms, or a negative number when it cannot run (no memory). */
+static double probe_memory(void)
+{
+    if (!probe_words && !(probe_words = malloc(PROBE_WORDS * sizeof *probe_words)))
+        return -1.0;
+    double times[PROBE_REPS];
+    static volatile uint32_t sink; /* the reads are used */
+    for (int r = 0; r < PROBE_REPS; r++) {
+        double t0 = now();
+#pragma omp parallel
+        {
+            int t = omp_get_thread_num(), team = omp_get_num_threads();
+            size_t slice = PROBE_WORDS;
+            while (slice * (size_t)team > PROBE_WORDS)
+                slice /= 2; /* a power of two: i * odd mod slice is a permutation */
+            uint32_t *mine = probe_words + (size_t)t * slice,
+                     *next = probe_words + (size_t)((t + 1) % team) * slice, sum = 0;
+            for (size_t i = 0; i < slice; i++)
+                mine[i] = (uint32_t)(i + (size_t)r);
+#pragma omp barrier
+            for (size_t i = 0; i < slice; i++)
+                sum += next[(i * 2654435761u) & (slice - 1)];
+#pragma omp atomic
+            sink += sum;
+        }
+        times[r] = now() - t0;
+    }
+    qsort(times, PROBE_REPS, sizeof *times, compare_double);
+    return 1e3 * times[PROBE_REPS / 2];
+}
+
 static void set_disturbance_counters(nsb_state *st, const disturbance *before,
                                      const disturbance *after)
 {
+    double probe = probe_memory();
+    if (probe >= 0.0)
+        nsb_set_counter(st, "mem_probe_ms", probe, NSB_PLAIN);
     long ticks_per_s = sysconf(_SC_CLK_TCK);
     unsigned long long steal =
         after->steal_ticks >= before->steal_ticks ? after->steal_ticks - before->steal_ticks : 0;
@@ -1456,7 +1514,8 @@ static void context_openmp(void)
  * thread of the same number will use. Its times tell two runs' machine
  * states apart where steal time cannot: another guest on the same physical
  * core slows it too. It is a snapshot of the process's first milliseconds. (Its data stay in L1: a
- * neighbour that only takes memory bandwidth or the shared cache it does not see.) The work: every
+ * neighbour that only takes memory bandwidth or the shared cache it does not see; the memory
+ * probe, above, does, after every repetition.) The work: every
  * pair of WITNESS_N points tested against a distance, as the quadratic kernels test them,
  * WITNESS_REPS times in step (a barrier before each). The context records each thread's median
  * (witness_ms, thread 0 first) and what was timed (witness: its version and work), which compare.py
@@ -1477,12 +1536,6 @@ static unsigned witness_pairs(const float *x)
             hits += dx * dx + dy * dy + dz * dz < 0.01f;
         }
     return hits;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void context_witness(void)
@@ -1605,6 +1658,11 @@ static void add_context(const options *o, int cores)
     }
     context_openmp();
     context_witness();
+    snprintf(buf, sizeof buf,
+             "v%d: each thread writes its slice of %u words, then reads the next thread's "
+             "slice in a scattered order, %d times, median; after every repetition",
+             PROBE_VERSION, PROBE_WORDS, PROBE_REPS);
+    nsb_add_context("mem_probe", buf);
     nsb_add_context("compiler", NS_COMPILER);
     nsb_add_context("compile_flags", NS_COMPILE_FLAGS);
     nsb_add_context("march_native", NS_NATIVE_ON ? "ON" : "OFF");

@@ -99,15 +99,66 @@ def line_name(kernel, threads, run):
     return f"{kernel} T={threads}" if run.parallel(kernel) else kernel
 
 
-def disturbed(c, steal_ms=1.0, invol_csw=50):
-    """What disturbed c's repetitions: rounds with CPU steal or many involuntary
-    context switches (per-repetition counters of nsearch-bench)."""
+# A repetition whose memory probe (mem_probe_ms, timed after its loop) took this
+# many times the run's median at its thread count ran while the machine's memory
+# was slow (a neighbour on the shared cache or memory, or the cores placed apart):
+# on a 2-vCPU VM the probe is either near its median or two to three times it.
+PROBE_SLOW = 1.5
+
+
+def probe_rounds(run):
+    """The memory probes of the run's repetitions, by thread count and round:
+    {threads: {round: [ms]}} (empty for a file without probes)."""
+    out = {}
+    for c in run.configs.values():
+        for rnd, b in c.entries:
+            p = b.get("mem_probe_ms")
+            if isinstance(p, (int, float)) and p > 0:
+                out.setdefault(c.threads, {}).setdefault(rnd, []).append(float(p))
+    return out
+
+
+def probe_medians(run):
+    """The median memory probe of the run's repetitions at each thread count:
+    {threads: ms}."""
+    return {t: float(np.median(np.concatenate(list(r.values()))))
+            for t, r in probe_rounds(run).items()}
+
+
+def disturbed(c, probe_median=None, steal_ms=1.0, invol_csw=50):
+    """What disturbed c's repetitions: rounds with CPU steal, many involuntary
+    context switches, or a memory probe PROBE_SLOW times probe_median or more
+    (per-repetition counters of nsearch-bench)."""
     notes = []
     for rnd, b in c.entries:
         s, v = float(b.get("steal_ms", 0) or 0), float(b.get("invol_csw", 0) or 0)
-        if s >= steal_ms or v >= invol_csw:
-            notes.append(f"round {rnd}: steal {s:.1f} ms, {v:.0f} involuntary switches")
+        p = float(b.get("mem_probe_ms", 0) or 0)
+        slow = bool(probe_median) and p >= PROBE_SLOW * probe_median
+        if s >= steal_ms or v >= invol_csw or slow:
+            notes.append(f"round {rnd}: steal {s:.1f} ms, {v:.0f} involuntary switches"
+                         + (f", memory probe {p:.3g} ms ({p / probe_median:.1f}x its median)"
+                            if slow else ""))
     return notes
+
+
+def probe_lines(run, markdown):
+    """The memory probe through the run: at each thread count its median over the
+    repetitions with its interval (a bootstrap over the rounds and the
+    repetitions in them), its range, and how many repetitions were slow."""
+    item = "- " if markdown else "  "
+    out = []
+    for t, rounds in sorted(probe_rounds(run).items()):
+        times = [np.asarray(r) for _, r in sorted(rounds.items())]
+        e = stats.bootstrap(times, rng=stats.generator(f"mem_probe/{t}"))
+        v = np.concatenate(times)
+        slow = int(np.sum(v >= PROBE_SLOW * e.value))
+        out.append(f"{item}{t} thread{'s' if t != 1 else ''}: {show(e)}, "
+                   f"{v.min():.3g}-{v.max():.3g} over {len(v)} repetitions, {slow} slow")
+    if out:
+        out.insert(0, "Memory probe after each repetition (ms: median over the repetitions "
+                      "[95 % interval, a bootstrap over the rounds and the repetitions in "
+                      f"them], range; slow: {PROBE_SLOW:.1f}x the median or more):")
+    return out
 
 
 # A process whose witness took this much longer than its slot's median over
@@ -124,7 +175,7 @@ def witness_estimate(rounds, slot, B=stats.DEFAULT_B):
 
 
 def witness_lines(run, markdown):
-    """The machine's state through the run: the witness of each slot (median over
+    """The machine's state through the run, as the witness tells it: that of each slot (median over
     the processes, with its interval, and range) and the processes that started
     slow, named by the configurations they measured."""
     slots = run.witness_rounds()
@@ -132,8 +183,7 @@ def witness_lines(run, markdown):
         return []
     item = "- " if markdown else "  "
     what = benchdata.WITNESS_WHAT
-    out = [f"\n{'## ' if markdown else ''}Machine state\n",
-           f"{what[0].upper()}{what[1:]} (ms: median over the processes [95 % interval, a "
+    out = [f"{what[0].upper()}{what[1:]} (ms: median over the processes [95 % interval, a "
            "bootstrap over the rounds and the processes in them], range):"]
     medians = {}
     for slot, rounds in slots.items():
@@ -329,8 +379,11 @@ def summary(f, markdown=False):
     out += workload_lines(f, markdown)
     out += oneshot_lines(f, markdown)
     out += peer_lines(f, markdown)
-    out += witness_lines(run, markdown)
-    notes = {c.name: disturbed(c) for c in run.configs.values()}
+    state = witness_lines(run, markdown) + probe_lines(run, markdown)
+    if state:
+        out += [f"\n{'## ' if markdown else ''}Machine state\n"] + state
+    medians = probe_medians(run)
+    notes = {c.name: disturbed(c, medians.get(c.threads)) for c in run.configs.values()}
     notes = {k: v for k, v in notes.items() if v}
     wide = sorted((c.name, f.est(c)) for c in run.configs.values() if f.est(c))
     wide = [(name, e) for name, e in wide
@@ -339,7 +392,8 @@ def summary(f, markdown=False):
         out.append(f"\n{'## ' if markdown else ''}Disturbances\n")
     if notes:
         out.append(f"{len(notes)} configurations had repetitions disturbed from outside "
-                   "(CPU steal of 1 ms or more, or 50 or more involuntary context switches):")
+                   "(CPU steal of 1 ms or more, 50 or more involuntary context switches, or a "
+                   f"memory probe {PROBE_SLOW:.1f}x its median or more):")
         out += [f"{'- ' if markdown else '  '}{name}: {'; '.join(v[:3])}"
                 for name, v in sorted(notes.items())]
     if wide:
@@ -353,7 +407,7 @@ FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "rounds", "repetitions", "
                 "low_ms", "high_ms", "ns_per_particle", "contacts", "contacts_per_particle",
                 "contacts_per_s", "build_ms", "query_ms", "index_bytes",
                 "candidates_per_contact", "table_size", "nonempty_bucket_fraction",
-                "peak_rss_bytes", "steal_ms_max", "invol_csw_max", "verdict"]
+                "peak_rss_bytes", "steal_ms_max", "invol_csw_max", "mem_probe_ms_max", "verdict"]
 
 
 def flatten(f):
@@ -363,9 +417,9 @@ def flatten(f):
         e = f.est(c)
         v, lo, hi = e.interval() if e else (None, None, None)
         row = [c.kernel, c.workload, c.n, c.threads, len(c.rounds), c.repetitions, v, lo, hi]
-        row += [c.counters.get(k) for k in FLAT_COLUMNS[9:-3]]
+        row += [c.counters.get(k) for k in FLAT_COLUMNS[9:-4]]
         row += [max((float(b.get(k, 0) or 0) for _, b in c.entries), default=None)
-                for k in ("steal_ms", "invol_csw")]
+                for k in ("steal_ms", "invol_csw", "mem_probe_ms")]
         row.append(c.verdict or "")
         lines.append("\t".join("" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
                                for x in row))

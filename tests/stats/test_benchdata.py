@@ -283,6 +283,64 @@ class OneShot(unittest.TestCase):
                                                markdown=True), [])
 
 
+class MemoryProbe(unittest.TestCase):
+    """The memory probe nsearch-bench times after every repetition (mem_probe_ms):
+    the summary's Machine state gives its median and range at each thread count,
+    and Disturbances names the repetitions at PROBE_SLOW times the median or more."""
+
+    def probed(self, slow=None):
+        """aa_a.json with a probe on every repetition, 1 ms with 1 thread and 2 with
+        2, but `slow` ((name prefix, round) -> ms) where given."""
+        data = helpers.load_fixture("aa_a.json")
+        for b in data["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                b["mem_probe_ms"] = 2.0 if "/threads:2/" in b["name"] else 1.0
+                for (prefix, rnd), ms in (slow or {}).items():
+                    if b["name"].startswith(prefix) and b["round"] == rnd:
+                        b["mem_probe_ms"] = ms
+        return benchdata.load(helpers.temp_fixture(self, data))
+
+    def test_steady(self):
+        import results
+        run = self.probed()
+        self.assertEqual(results.probe_medians(run), {1: 1.0, 2: 2.0})
+        lines = results.probe_lines(run, markdown=False)
+        self.assertTrue(lines[0].startswith("Memory probe after each repetition"), lines)
+        self.assertRegex(lines[1], r"^  1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions, 0 slow$")
+        self.assertRegex(lines[2], r"^  2 threads: 2 \[2, 2\], 2-2 over \d+ repetitions, 0 slow$")
+        self.assertFalse(any("memory probe" in note for c in run.configs.values()
+                             for note in results.disturbed(c, 2.0)))
+
+    def test_slow_repetitions_named(self):
+        import results
+        name = "grid_sorted/uniform/n:10000/threads:2/"
+        run = self.probed({(name, 2): 5.0})
+        c = run.configs[("grid_sorted", "uniform", 10000, 2)]
+        slow = [note for note in results.disturbed(c, results.probe_medians(run)[2])
+                if "memory probe" in note]
+        self.assertEqual(len(slow), len([1 for r, _ in c.entries if r == 2]))
+        self.assertTrue(all(note.startswith("round 2: ") and
+                            note.endswith("memory probe 5 ms (2.5x its median)")
+                            for note in slow), slow)
+        lines = results.probe_lines(run, markdown=True)
+        self.assertRegex(lines[2], rf"^- 2 threads: .*, 2-5 over \d+ repetitions, {len(slow)} slow$")
+        text = results.summary(results.Figures(run.path), markdown=True)
+        self.assertIn("## Machine state", text)
+        self.assertIn(f"- {name[:-1]}: round 2: ", text)
+        # just under PROBE_SLOW: not slow
+        run = self.probed({(name, 2): 2.0 * results.PROBE_SLOW * 0.99})
+        self.assertFalse(any("memory probe" in note for note in results.disturbed(
+            run.configs[("grid_sorted", "uniform", 10000, 2)], 2.0)))
+
+    def test_files_without_probes(self):
+        import results
+        run = benchdata.load(helpers.fixture("aa_a.json"))
+        self.assertEqual(results.probe_rounds(run), {})
+        self.assertEqual(results.probe_lines(run, markdown=False), [])
+        self.assertFalse(any("memory probe" in note for c in run.configs.values()
+                             for note in results.disturbed(c, None)))
+
+
 class WorkloadsAgainstHeadline(unittest.TestCase):
     """The summary's per-contact comparison of each workload with the headline
     one: t_w / (t_h * max(1, C_w / C_h)) at 100,000 and the largest n, with the

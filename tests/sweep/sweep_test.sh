@@ -64,6 +64,13 @@ for c in data["contexts"]:
     if not ok or not c.get("witness", "").startswith("v1:"):
         bad.append(f"part {c['part']} ({sorted(ts)} threads): witness {c.get('witness')!r}, "
                    f"witness_ms {c.get('witness_ms')!r}")
+# every repetition probed memory after its timed loop
+unprobed = [b["name"] for b in data["benchmarks"] if b.get("run_type") == "iteration"
+            and not (isinstance(b.get("mem_probe_ms"), (int, float)) and b["mem_probe_ms"] > 0)]
+if unprobed:
+    bad.append(f"{len(unprobed)} repetitions without a memory probe, e.g. {unprobed[0]}")
+bad += [f"part {c['part']}: mem_probe {c.get('mem_probe')!r}" for c in data["contexts"]
+        if not str(c.get("mem_probe", "")).startswith("v1:")]
 for line in bad:
     print("  " + line)
 sys.exit(1 if bad else 0)

@@ -285,8 +285,9 @@ class OneShot(unittest.TestCase):
 
 class MemoryProbe(unittest.TestCase):
     """The memory probe nsearch-bench times after every repetition (mem_probe_ms):
-    the summary's Machine state gives its median and range at each thread count,
-    and Disturbances names the repetitions at PROBE_SLOW times the median or more."""
+    the summary's Machine state gives its median, range and quick value (the
+    PROBE_QUICK quantile) at each thread count, and Disturbances names the
+    repetitions at PROBE_SLOW times the quick value or more."""
 
     def probed(self, slow=None):
         """aa_a.json with a probe on every repetition, 1 ms with 1 thread and 2 with
@@ -303,12 +304,12 @@ class MemoryProbe(unittest.TestCase):
     def test_steady(self):
         import results
         run = self.probed()
-        self.assertEqual(results.probe_medians(run), {1: 1.0, 2: 2.0})
+        self.assertEqual(results.probe_quick(run), {1: 1.0, 2: 2.0})
         lines = results.probe_lines(run, markdown=False)
         self.assertTrue(lines[0].startswith("Memory probe after each repetition"), lines)
-        self.assertRegex(lines[1], r"^  1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions, 0 slow$")
-        self.assertRegex(lines[2], r"^  2 threads: 2 \[2, 2\], 2-2 over \d+ repetitions, 0 slow$")
-        self.assertFalse(any("memory probe" in note for c in run.configs.values()
+        self.assertRegex(lines[1], r"^  1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions; quick 1, 0 slow$")
+        self.assertRegex(lines[2], r"^  2 threads: 2 \[2, 2\], 2-2 over \d+ repetitions; quick 2, 0 slow$")
+        self.assertFalse(any("memory slow" in note for c in run.configs.values()
                              for note in results.disturbed(c, 2.0)))
 
     def test_slow_repetitions_named(self):
@@ -316,20 +317,20 @@ class MemoryProbe(unittest.TestCase):
         name = "grid_sorted/uniform/n:10000/threads:2/"
         run = self.probed({(name, 2): 5.0})
         c = run.configs[("grid_sorted", "uniform", 10000, 2)]
-        slow = [note for note in results.disturbed(c, results.probe_medians(run)[2])
-                if "memory probe" in note]
-        self.assertEqual(len(slow), len([1 for r, _ in c.entries if r == 2]))
-        self.assertTrue(all(note.startswith("round 2: ") and
-                            note.endswith("memory probe 5 ms (2.5x its median)")
-                            for note in slow), slow)
+        in_round_2 = len([1 for r, _ in c.entries if r == 2])
+        notes = results.disturbed(c, results.probe_quick(run)[2])
+        self.assertEqual(notes[0], f"memory slow in {in_round_2} of {len(c.entries)} "
+                                   "repetitions (the probe up to 2.5x the quick one)")
+        self.assertFalse(any("memory" in note for note in notes[1:]), notes)
         lines = results.probe_lines(run, markdown=True)
-        self.assertRegex(lines[2], rf"^- 2 threads: .*, 2-5 over \d+ repetitions, {len(slow)} slow$")
+        self.assertRegex(lines[2],
+                         rf"^- 2 threads: .*, 2-5 over \d+ repetitions; quick 2, {in_round_2} slow$")
         text = results.summary(results.Figures(run.path), markdown=True)
         self.assertIn("## Machine state", text)
-        self.assertIn(f"- {name[:-1]}: round 2: ", text)
+        self.assertIn(f"- {name[:-1]}: memory slow in {in_round_2} of ", text)
         # just under PROBE_SLOW: not slow
         run = self.probed({(name, 2): 2.0 * results.PROBE_SLOW * 0.99})
-        self.assertFalse(any("memory probe" in note for note in results.disturbed(
+        self.assertFalse(any("memory slow" in note for note in results.disturbed(
             run.configs[("grid_sorted", "uniform", 10000, 2)], 2.0)))
 
     def test_files_without_probes(self):
@@ -337,7 +338,7 @@ class MemoryProbe(unittest.TestCase):
         run = benchdata.load(helpers.fixture("aa_a.json"))
         self.assertEqual(results.probe_rounds(run), {})
         self.assertEqual(results.probe_lines(run, markdown=False), [])
-        self.assertFalse(any("memory probe" in note for c in run.configs.values()
+        self.assertFalse(any("memory slow" in note for c in run.configs.values()
                              for note in results.disturbed(c, None)))
 
 

@@ -187,6 +187,23 @@ def witness_report(a, b, band, replicates):
     return out
 
 
+def probe_report(a, b):
+    """The two runs' memory probes side by side, per thread count both have: the
+    median with its interval, the quick value and the repetitions that met slow
+    memory (results.probe_lines)."""
+    qa, qb = results.probe_quick(a), results.probe_quick(b)
+    shared = sorted(t for t in qa if t in qb)
+    if not shared:
+        return ["Memory probe: not compared (a file has none at a thread count the other "
+                "has: made before it was recorded, or other threads)."]
+    out = [f"Memory probe after each repetition ({results.PROBE_SLOW:.1f}x the run's quick "
+           f"value, its {results.PROBE_QUICK:.0%} quantile, or more is slow):"]
+    for side, run in (("A", a), ("B", b)):
+        lines = results.probe_lines(run, markdown=False)[1:]
+        out += [f"  {side}:{line[1:]}" for line in lines if int(line.split()[0]) in shared]
+    return out
+
+
 def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
     out = ["nsearch-bench comparison: B against A, configuration by configuration",
            f"A: {describe(a)}", f"B: {describe(b)}"]
@@ -197,6 +214,7 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
                f"wholly below {1 - band:g} (above {1 + band:g}), equivalent when wholly "
                f"inside [{1 - band:g}, {1 + band:g}], inconclusive otherwise.")
     out += [""] + witness_report(a, b, band, replicates)
+    out += probe_report(a, b)
     ta, tb = a.max_threads(), b.max_threads()
     if ta != tb:
         out.append(f"The all-cores rows of parallel kernels ({ta} threads on A, {tb} on B) "

@@ -13,7 +13,8 @@ rounds (separate processes) and the repetitions inside them (stats.py);
 derived figures (speed-ups, multiples of a floor, doubling ratios,
 exponents) take their intervals from the same replicates. The summary also
 gives the machine's state through the run (the witness each process timed at
-its start). The machine comparison is compare.py.
+its start, the memory probe timed after every repetition). The machine
+comparison is compare.py.
 """
 import os
 import sys

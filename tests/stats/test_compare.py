@@ -2,7 +2,7 @@
 """harness/compare.py on the synthetic pairs of tests/stats/ and on today's files
 (tests/plots/a.json, b.json); plots/compare.gp on its data.
 
-    test_compare.py [AA | TwoX | Witness | Builds | Unshared | OldFormat | Usage | Plot]
+    test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat | Usage | Plot]
 """
 import json
 import os
@@ -145,6 +145,46 @@ class Builds(Case):
             self.assertFalse(os.path.exists(os.path.join(self.out, "compare.txt")))
             self.compare(a, b, "--allow-different-builds")
             self.assertIn(f"Different builds (compared anyway): {field} differs", self.text())
+
+
+class MemoryProbe(Case):
+    """The two runs' memory probes side by side, per thread count both have; files
+    without probes are not compared."""
+
+    def probed(self, source, name, slow_every=0):
+        """source with a memory probe on every repetition, 1 ms, but 3 ms on every
+        slow_every-th repetition of 2 threads (none when 0)."""
+        with open(source) as f:
+            data = json.load(f)
+        k = 0
+        for b in data["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                b["mem_probe_ms"] = 1.0
+                if "/threads:2/" in b["name"]:
+                    k += 1
+                    if slow_every and k % slow_every == 0:
+                        b["mem_probe_ms"] = 3.0
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path, k
+
+    def test_side_by_side(self):
+        a, _ = self.probed(helpers.fixture("aa_a.json"), "a.json")
+        b, reps = self.probed(helpers.fixture("aa_b.json"), "b.json", slow_every=4)
+        self.compare(a, b)
+        text = self.text()
+        self.assertIn("Memory probe after each repetition (1.5x the run's quick value", text)
+        self.assertRegex(text, r"\n  A: 1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions; "
+                               r"quick 1, 0 slow\n")
+        self.assertRegex(text, r"\n  A: 2 threads: .*; quick 1, 0 slow\n")
+        self.assertRegex(text, rf"\n  B: 2 threads: .*, 1-3 over {reps} repetitions; quick 1, "
+                               rf"{reps // 4} slow\n")
+
+    def test_without_probes(self):
+        a, _ = self.probed(helpers.fixture("aa_a.json"), "a.json")
+        self.compare(a, helpers.fixture("aa_b.json"))
+        self.assertIn("Memory probe: not compared", self.text())
 
 
 class Unshared(Case):

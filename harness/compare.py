@@ -199,8 +199,8 @@ def probe_report(a, b):
     out = [f"Memory probe after each repetition ({results.PROBE_SLOW:.1f}x the run's quick "
            f"value, its {results.PROBE_QUICK:.0%} quantile, or more is slow):"]
     for side, run in (("A", a), ("B", b)):
-        lines = results.probe_lines(run, markdown=False)[1:]
-        out += [f"  {side}:{line[1:]}" for line in lines if int(line.split()[0]) in shared]
+        out += [f"  {side}:{line[1:]}"
+                for line in results.probe_lines(run, markdown=False, threads=shared)[1:]]
     return out
 
 

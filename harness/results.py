@@ -147,15 +147,17 @@ def disturbed(c, quick_probe=None, steal_ms=1.0, invol_csw=50):
     return notes
 
 
-def probe_lines(run, markdown):
-    """The memory probe through the run: at each thread count its median over the
-    repetitions with its interval (a bootstrap over the rounds and the
-    repetitions in them), its range, its quick value and how many repetitions
-    were slow."""
+def probe_lines(run, markdown, threads=None):
+    """The memory probe through the run: at each thread count (of threads, when
+    given) its median over the repetitions with its interval (a bootstrap over
+    the rounds and the repetitions in them), its range, its quick value and how
+    many repetitions were slow."""
     item = "- " if markdown else "  "
     out = []
     quick = probe_quick(run)
     for t, rounds in sorted(probe_rounds(run).items()):
+        if threads is not None and t not in threads:
+            continue
         times = [np.asarray(r) for _, r in sorted(rounds.items())]
         e = stats.bootstrap(times, rng=stats.generator(f"mem_probe/{t}"))
         v = np.concatenate(times)
@@ -185,9 +187,9 @@ def witness_estimate(rounds, slot, B=stats.DEFAULT_B):
 
 
 def witness_lines(run, markdown):
-    """The machine's state through the run, as the witness tells it: that of each slot (median over
-    the processes, with its interval, and range) and the processes that started
-    slow, named by the configurations they measured."""
+    """The machine's state through the run as the witness tells it: that of each
+    slot (median over the processes, with its interval, and range) and the
+    processes that started slow, named by the configurations they measured."""
     slots = run.witness_rounds()
     if not slots:
         return []

@@ -422,17 +422,16 @@ static int compare_double(const void *a, const void *b)
 }
 
 /* The memory probe: what the witness (below) cannot see, measured after
- * every repetition's timed loop. On a virtual machine the host sometimes
- * runs the guest's cores where memory and the other core's cache are far
- * slower (a neighbour taking the shared cache or memory bandwidth, or the
- * two cores placed apart), for seconds at a time: a build that streams and
- * permutes arrays between threads then takes two to three times as long,
- * while the witness, in L1, does not change. The probe is such work, fixed:
- * each thread of the process writes its slice of PROBE_WORDS words, then,
- * after a barrier, reads the next thread's slice (its own with one thread)
- * in a scattered order, PROBE_REPS times; mem_probe_ms is the median
- * (README, "Counters"). It runs outside the timed loop, so it adds to the
- * sweep's time, never to a repetition's. */
+ * every repetition's timed loop. On a virtual machine memory can be far
+ * slower for seconds at a time (a neighbour on the shared cache or the
+ * memory bus, or the two vCPUs placed apart: the guest cannot tell which),
+ * and a build that streams and permutes arrays then takes two to three times
+ * as long, while the witness, in L1, does not change. The probe is such
+ * work, fixed: each thread of the process writes its slice of PROBE_WORDS
+ * words, then, after a barrier, reads the next thread's slice (its own with
+ * one thread) in a scattered order, PROBE_REPS times; mem_probe_ms is the
+ * median (README, "Counters"). It runs outside the timed loop, so it adds to
+ * the sweep's time, never to a repetition's. */
 #define PROBE_VERSION 1
 #define PROBE_WORDS (1u << 20) /* 4 MiB: beyond the private caches, within a shared one */
 #define PROBE_REPS 5

@@ -436,7 +436,8 @@ static int compare_double(const void *a, const void *b)
 #define PROBE_WORDS (1u << 20) /* 4 MiB: beyond the private caches, within a shared one */
 #define PROBE_REPS 5
 
-static uint32_t *probe_words; /* allocated on the first probe, kept for the process */
+static uint32_t *probe_words;        /* allocated on the first probe, kept for the process */
+static volatile uint32_t probe_sink; /* the probe's reads are used */
 
 /* The probe's median time in ms, or a negative number when it cannot run (no memory). */
 static double probe_memory(void)
@@ -444,7 +445,6 @@ static double probe_memory(void)
     if (!probe_words && !(probe_words = malloc(PROBE_WORDS * sizeof *probe_words)))
         return -1.0;
     double times[PROBE_REPS];
-    static volatile uint32_t sink; /* the reads are used */
     for (int r = 0; r < PROBE_REPS; r++) {
         double t0 = now();
 #pragma omp parallel
@@ -461,7 +461,7 @@ static double probe_memory(void)
             for (size_t i = 0; i < slice; i++)
                 sum += next[(i * 2654435761u) & (slice - 1)];
 #pragma omp atomic
-            sink += sum;
+            probe_sink += sum;
         }
         times[r] = now() - t0;
     }

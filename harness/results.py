@@ -111,23 +111,35 @@ PROBE_SLOW = 1.5
 PROBE_QUICK = 0.10
 
 
+def probe_of(b):
+    """A repetition's memory probe in ms, or None (a file made before it was
+    recorded, or no probe)."""
+    p = b.get("mem_probe_ms")
+    return float(p) if isinstance(p, (int, float)) and p > 0 else None
+
+
 def probe_rounds(run):
     """The memory probes of the run's repetitions, by thread count and round:
     {threads: {round: [ms]}} (empty for a file without probes)."""
     out = {}
     for c in run.configs.values():
         for rnd, b in c.entries:
-            p = b.get("mem_probe_ms")
-            if isinstance(p, (int, float)) and p > 0:
-                out.setdefault(c.threads, {}).setdefault(rnd, []).append(float(p))
+            p = probe_of(b)
+            if p is not None:
+                out.setdefault(c.threads, {}).setdefault(rnd, []).append(p)
     return out
 
 
+def quick_of(rounds):
+    """The quick probe (the PROBE_QUICK quantile) of one thread count's probes,
+    {round: [ms]}."""
+    return float(np.quantile(np.concatenate(list(rounds.values())), PROBE_QUICK))
+
+
 def probe_quick(run):
-    """The quick memory probe of the run's repetitions at each thread count (the
-    PROBE_QUICK quantile): {threads: ms}."""
-    return {t: float(np.quantile(np.concatenate(list(r.values())), PROBE_QUICK))
-            for t, r in probe_rounds(run).items()}
+    """The quick memory probe of the run's repetitions at each thread count:
+    {threads: ms}."""
+    return {t: quick_of(r) for t, r in probe_rounds(run).items()}
 
 
 def disturbed(c, quick_probe=None, steal_ms=1.0, invol_csw=50):
@@ -135,7 +147,7 @@ def disturbed(c, quick_probe=None, steal_ms=1.0, invol_csw=50):
     PROBE_SLOW times quick_probe or more), then the rounds with CPU steal or many
     involuntary context switches (per-repetition counters of nsearch-bench)."""
     notes = []
-    probes = [float(b.get("mem_probe_ms", 0) or 0) for _, b in c.entries]
+    probes = [p for p in (probe_of(b) for _, b in c.entries) if p is not None]
     slow = [p for p in probes if quick_probe and p >= PROBE_SLOW * quick_probe]
     if slow:
         notes.append(f"memory slow in {len(slow)} of {len(probes)} repetitions (the probe up "
@@ -154,17 +166,16 @@ def probe_lines(run, markdown, threads=None):
     many repetitions were slow."""
     item = "- " if markdown else "  "
     out = []
-    quick = probe_quick(run)
     for t, rounds in sorted(probe_rounds(run).items()):
         if threads is not None and t not in threads:
             continue
         times = [np.asarray(r) for _, r in sorted(rounds.items())]
         e = stats.bootstrap(times, rng=stats.generator(f"mem_probe/{t}"))
-        v = np.concatenate(times)
-        slow = int(np.sum(v >= PROBE_SLOW * quick[t]))
+        v, quick = np.concatenate(times), quick_of(rounds)
+        slow = int(np.sum(v >= PROBE_SLOW * quick))
         out.append(f"{item}{t} thread{'s' if t != 1 else ''}: {show(e)}, "
                    f"{v.min():.3g}-{v.max():.3g} over {len(v)} repetitions; quick "
-                   f"{quick[t]:.3g}, {slow} slow")
+                   f"{quick:.3g}, {slow} slow")
     if out:
         out.insert(0, "Memory probe after each repetition (ms: median over the repetitions "
                       "[95 % interval, a bootstrap over the rounds and the repetitions in "

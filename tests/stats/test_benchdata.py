@@ -307,8 +307,10 @@ class MemoryProbe(unittest.TestCase):
         self.assertEqual(results.probe_quick(run), {1: 1.0, 2: 2.0})
         lines = results.probe_lines(run, markdown=False)
         self.assertTrue(lines[0].startswith("Memory probe after each repetition"), lines)
-        self.assertRegex(lines[1], r"^  1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions; quick 1, 0 slow$")
-        self.assertRegex(lines[2], r"^  2 threads: 2 \[2, 2\], 2-2 over \d+ repetitions; quick 2, 0 slow$")
+        self.assertRegex(lines[1],
+                         r"^  1 thread: 1 \[1, 1\], 1-1 over \d+ repetitions; quick 1, 0 slow$")
+        self.assertRegex(lines[2],
+                         r"^  2 threads: 2 \[2, 2\], 2-2 over \d+ repetitions; quick 2, 0 slow$")
         self.assertFalse(any("memory slow" in note for c in run.configs.values()
                              for note in results.disturbed(c, 2.0)))
 
@@ -324,7 +326,8 @@ class MemoryProbe(unittest.TestCase):
         self.assertFalse(any("memory" in note for note in notes[1:]), notes)
         lines = results.probe_lines(run, markdown=True)
         self.assertRegex(lines[2],
-                         rf"^- 2 threads: .*, 2-5 over \d+ repetitions; quick 2, {in_round_2} slow$")
+                         rf"^- 2 threads: .*, 2-5 over \d+ repetitions; quick 2, "
+                         rf"{in_round_2} slow$")
         text = results.summary(results.Figures(run.path), markdown=True)
         self.assertIn("## Machine state", text)
         self.assertIn(f"- {name[:-1]}: memory slow in {in_round_2} of ", text)

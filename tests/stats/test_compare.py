@@ -2,7 +2,8 @@
 """harness/compare.py on the synthetic pairs of tests/stats/ and on today's files
 (tests/plots/a.json, b.json); plots/compare.gp on its data.
 
-    test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat | Usage | Plot]
+    test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat | Usage
+                     | Plot]
 """
 import json
 import os

@@ -43,8 +43,9 @@ static const char pairs_help[] =
     "                    any: in the kernel's own order, unsorted; a kernel with a streaming\n"
     "                    query (grid_sorted) writes the contacts batch by batch as it finds\n"
     "                    them, never holding the whole list (a binary header's count is\n"
-    "                    counted first); --max-contacts then limits the total, and by\n"
-    "                    default there is no limit; not with --check\n"
+    "                    counted first); --max-contacts then limits the total (by\n"
+    "                    default only one batch is held to the default limit); not\n"
+    "                    with --check\n"
     "  --check           also run naive and compare: prints VALID or INVALID (and the first\n"
     "                    differences) on standard error; exit 3 when they differ, and then\n"
     "                    an output file is left as it was\n"
@@ -255,9 +256,10 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
     }
     if (su->any_order && opts[CHECK].given)
         cli_usage_error("--check compares the sorted lists: not with --order any");
+    /* --order any: the limit on the total, checked as blocks are written; the
+     * search keeps it too (0: the library's default), so that no batch, and
+     * no kernel's whole list, grows past it before the total is checked */
     su->max_total = su->any_order ? su->cfg.max_contacts : 0;
-    if (su->any_order)
-        su->cfg.max_contacts = 0; /* per batch, the library's default */
     su->input = opts[INPUT].text;
     su->output = opts[OUTPUT].text;
     su->radius_given = opts[RADIUS].given;

@@ -1951,26 +1951,45 @@ case_threads_cap() {
 # which counts first and allocates no contacts) plus 4 x 48 MB: room for the
 # list's doubling and the per-thread buffers (at most twice the limit in all),
 # and for a sanitizer's allocator; a limit per thread would take 8 x 48 MB at 8.
+# The same bound with --order any (below).
 case_refusal_memory() {
     [ -n "${NS_PEAK_RSS:-}" ] && [ -x "$NS_PEAK_RSS" ] || { echo "SKIP: no peak_rss helper"; exit 77; }
     awk 'BEGIN { print "x,y,z,r"; for (i = 0; i < 100000; i++) print "1,2,3,0.5" }' >same.csv
-    local limit=2000000 k t kb base_kb bound_kb
+    local limit=2000000 k t fmt base_kb bound_kb
     "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel grid_sorted --input same.csv --threads 1 \
         --max-contacts "$limit" --output out.csv 2>/dev/null
     base_kb=$(cat "$K/rss")
     bound_kb=$((base_kb + 4 * 48 * 1024))
     note "baseline $((base_kb / 1024)) MB, bound $((bound_kb / 1024)) MB"
+    # refused_within WHAT ARGS...: pairs ARGS refused (exit 1, too many
+    # contacts) with a peak under the bound
+    refused_within() {
+        local what=$1 kb
+        shift
+        "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs "$@" --max-contacts "$limit" --output out.csv 2>"$K/rss.err"
+        RC=$?
+        kb=$(cat "$K/rss")
+        [ "$RC" -eq 1 ] || fail "$what: exit $RC, want 1 (too many contacts)"
+        grep -q 'too many contacts' "$K/rss.err" || fail "$what: $(head -1 "$K/rss.err")"
+        [ "$kb" -le "$bound_kb" ] || fail "$what: peak $((kb / 1024)) MB, over the $((bound_kb / 1024)) MB bound"
+        note "$what: peak $((kb / 1024)) MB"
+    }
     load_kernels
     for k in "${KERNELS[@]}"; do
         for t in 1 2 8; do
-            "$NS_PEAK_RSS" "$K/rss" "$BIN" pairs --kernel "$k" --input same.csv --threads "$t" \
-                --max-contacts "$limit" --output out.csv 2>"$K/rss.err"
-            RC=$?
-            kb=$(cat "$K/rss")
-            [ "$RC" -eq 1 ] || fail "$k, $t threads: exit $RC, want 1 (too many contacts)"
-            grep -q 'too many contacts' "$K/rss.err" || fail "$k, $t threads: $(head -1 "$K/rss.err")"
-            [ "$kb" -le "$bound_kb" ] || fail "$k, $t threads: peak $((kb / 1024)) MB, over the $((bound_kb / 1024)) MB bound"
-            note "$k, $t threads: peak $((kb / 1024)) MB"
+            refused_within "$k, $t threads" --kernel "$k" --input same.csv --threads "$t"
+        done
+    done
+    # --order any: the limit holds inside the search too, not only on what
+    # is written. 10,000 coincident particles (5e7 contacts, under the
+    # default limit) make one batch of grid_sorted's stream, and every other
+    # kernel's whole list: 1.2 to 2.3 GB when only the written total was
+    # limited.
+    awk 'BEGIN { print "x,y,z,r"; for (i = 0; i < 10000; i++) print "1,2,3,0.5" }' >same10k.csv
+    for k in "${KERNELS[@]}"; do
+        for fmt in csv bin; do
+            refused_within "$k --order any --format $fmt" --kernel "$k" --input same10k.csv \
+                --threads 2 --order any --format "$fmt"
         done
     done
 }

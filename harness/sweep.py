@@ -345,6 +345,9 @@ def load_warning():
 
 def sweep(a):
     conf = run_conf(a)
+    # the options checked by nsearch-bench before anything is written: a
+    # refused one leaves no run folder behind for --resume to find
+    configs = list_configs(a)
     if a.resume:
         dir_ = find_resumable(a.results, conf)
         for f in os.listdir(os.path.join(dir_, "parts")):
@@ -357,7 +360,6 @@ def sweep(a):
         os.makedirs(os.path.join(dir_, "parts"))
         with open(os.path.join(dir_, "run.json"), "w") as f:
             json.dump(conf, f, indent=1)
-    configs = list_configs(a)
     plan = units(configs, a.rounds, a.shuffle_seed)
     total = sum(len(u[5]) for u in plan)
     log(f"{len(configs)} configurations x {a.rounds} rounds in {len(plan)} processes, "

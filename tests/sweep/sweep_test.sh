@@ -7,7 +7,8 @@
 #   found by one process and read by the others, its folder gone after the merge;
 # resume: an interrupted run continues where it stopped and measures nothing twice;
 # resume_refused: a run made on another CPU model, at another commit or with other
-#   options is not continued (exit 2, the field named);
+#   options is not continued (exit 2, the field named); an option nsearch-bench
+#   refuses leaves no run folder, so the interrupted run is still the one resumed;
 # wait_policy: OMP_WAIT_POLICY per process as --wait-policy says (auto: passive
 #   for 1 thread, active for more; default: unset), recorded in each context;
 # machine_label: the results folder's name from the CPU model, vector ISA and logical CPUs.
@@ -142,6 +143,18 @@ case_resume_refused() {
     grep -q "options" "$SCRATCH/log2" || fail "the refusal does not name the options"
     sweep --rounds 0 >"$SCRATCH/log3" 2>&1
     [ $? -eq 2 ] || fail "--rounds 0 is not a usage error"
+    # an option nsearch-bench refuses leaves no run folder: the interrupted
+    # run above is still the one --resume continues
+    local runs_before
+    runs_before=$(ls "$SCRATCH/runs" | wc -l)
+    "$PY" "$ROOT/harness/sweep.py" --bench "$BENCH" --results "$SCRATCH/runs" --kernels grid_sortd \
+        --max-n 200 >"$SCRATCH/log4" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "an unknown kernel: exit $rc, want 2"
+    [ "$(ls "$SCRATCH/runs" | wc -l)" -eq "$runs_before" ] || fail "a refused option left a run folder"
+    sweep --rounds 2 --resume --dir-file "$SCRATCH/dir5" >"$SCRATCH/log5" 2>&1 ||
+        fail "resume after a refused option failed: $(tail -1 "$SCRATCH/log5")"
+    [ "$(cat "$SCRATCH/dir5" 2>/dev/null)" = "$dir" ] || fail "resume after a refused option took another folder"
 }
 
 # check_policy FILE T=POLICY...: the OMP_WAIT_POLICY of every part with T threads

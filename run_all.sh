@@ -46,6 +46,9 @@ Sweep options:
                       --quick)
   --repetitions N     repetitions per configuration and process (default 3)
   --min-time S        seconds each repetition runs at least (default 0.2; 0.01 with --quick)
+  --wait-policy P     OMP_WAIT_POLICY of the processes: auto (default; passive for 1 thread,
+                      active for more), active, passive, or default (OpenMP's own)
+  --shuffle-seed S    the seed of the rounds' shuffled orders (default 1)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and the simulation's default,
@@ -77,6 +80,34 @@ USAGE
 
 log() { printf '[run_all] %s\n' "$*"; }
 die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
+
+# Temporary folders, removed however the script ends (a failed figure too).
+TEMPS=()
+trap 'rm -rf "${TEMPS[@]}"' EXIT
+temp_dir() { # temp_dir VAR [PARENT]: a new folder, in PARENT when given
+    local made
+    made=$(mktemp -d ${2:+"$2/.run_all.XXXXXX"}) || die "cannot make a temporary folder"
+    TEMPS+=("$made")
+    printf -v "$1" '%s' "$made"
+}
+
+# A path as a gnuplot string: single-quoted, a quote doubled (gnuplot's
+# escape inside single quotes), so any folder name reaches the scripts intact.
+gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# gnuplot on one of plots/*.gp: gnuplot_plot SCRIPT DATA OUT FMT
+gnuplot_plot() {
+    gnuplot -e "data=$(gp_str "$2"); out=$(gp_str "$3"); fmt='$4'; plots=$(gp_str "$ROOT/plots")" \
+        "$ROOT/plots/$1.gp" || die "gnuplot failed on plots/$1.gp"
+}
+
+# The output folder of --plots or --compare: made when missing, refused when
+# the path is something else.
+out_folder() {
+    [ ! -e "$1" ] || [ -d "$1" ] || die "--out $1 exists and is not a folder"
+    case "$1" in *$'\n'*) die "--out: a folder name with a line break is not supported" ;; esac
+    mkdir -p "$1" 2>/dev/null || die "cannot make the folder $1"
+}
 
 BUILD_PACKAGES=(cmake make gcc g++ libc6-dev pkgconf libbenchmark-dev)
 SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
@@ -131,14 +162,17 @@ run_tests() {
 
 duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-# Every figure of one or more result files into a folder (PNG and SVG).
+# Every figure of one or more result files into a folder (PNG and SVG):
+# drawn into a temporary folder beside them, then moved in, so a failure
+# leaves the figures there were.
 draw() {
     local out=$1
     shift
     ensure_packages "${SWEEP_PACKAGES[@]}"
-    local data
-    data=$(mktemp -d)
-    mkdir -p "$out"
+    out_folder "$out"
+    local data drawing
+    temp_dir data
+    temp_dir drawing "$out"
     "$PY" "$ROOT/harness/results.py" plotdata "$@" --out "$data"
     local figures=("${FIGURES[@]}")
     [ $# -gt 1 ] && figures+=(machines)
@@ -150,11 +184,10 @@ draw() {
         fi
         drawn+=("$f")
         for fmt in png svg; do
-            gnuplot -e "data='$data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
-                "$ROOT/plots/$f.gp" || die "gnuplot failed on plots/$f.gp"
+            gnuplot_plot "$f" "$data" "$drawing" "$fmt"
         done
     done
-    rm -rf "$data"
+    [ ${#drawn[@]} -eq 0 ] || mv -f "$drawing"/* "$out"/
     log "figures: ${drawn[*]} (PNG and SVG) in $out"
     [ ${#skipped[@]} -eq 0 ] ||
         log "not drawn, nothing to show in these results: ${skipped[*]} (they need uniform)"
@@ -200,13 +233,21 @@ compare_mode() {
     [ ${#files[@]} -eq 2 ] || die "--compare needs exactly two results files"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     out=${out:-$(dirname "${files[1]}")/compare}
-    mkdir -p "$out"
-    "$PY" "$ROOT/harness/compare.py" "${files[0]}" "${files[1]}" --out "$out" "${extra[@]}"
-    local fmt
+    local made=0 status=0
+    [ -d "$out" ] || made=1
+    out_folder "$out"
+    "$PY" "$ROOT/harness/compare.py" "${files[0]}" "${files[1]}" --out "$out" "${extra[@]}" ||
+        status=$?
+    if [ $status -ne 0 ]; then # refused: a folder made for it goes again (when still empty)
+        [ $made -eq 0 ] || rmdir "$out" 2>/dev/null || true
+        exit $status
+    fi
+    local fmt drawing
+    temp_dir drawing "$out"
     for fmt in png svg; do
-        gnuplot -e "data='$out/data'; out='$out'; fmt='$fmt'; plots='$ROOT/plots'" \
-            "$ROOT/plots/compare.gp" || die "gnuplot failed on plots/compare.gp"
+        gnuplot_plot compare "$out/data" "$drawing" "$fmt"
     done
+    mv -f "$drawing"/* "$out"/
     log "comparison: $out/compare.txt, compare.tsv, compare.png, compare.svg"
 }
 
@@ -242,42 +283,56 @@ sim_mode() {
         --runs "$runs" --skin "$skin" --threads "$threads" --cache-dir "$CACHE" ||
         die "the simulation sweep failed"
     local data
-    data=$(mktemp -d)
+    temp_dir data
     "$PY" harness/sim_results.py data "$tsv" --out "$data"
     local fmt
     for fmt in png svg; do
-        gnuplot -e "data='$data'; out='$dir/figures'; fmt='$fmt'; plots='$ROOT/plots'" \
-            plots/sim_fps.gp || die "gnuplot failed on plots/sim_fps.gp"
+        gnuplot_plot sim_fps "$data" "$dir/figures" "$fmt"
     done
-    rm -rf "$data"
     "$PY" harness/sim_results.py summary "$tsv" --markdown >"$dir/sim_summary.md"
     if [ "$gif_n" -gt 0 ]; then
         local frames_dir
-        frames_dir=$(mktemp -d)
+        temp_dir frames_dir
         log "animation: $gif_n particles settling"
         "$tool" sim --n "$gif_n" --frames 600 --every 12 --output-dir "$frames_dir" >/dev/null ||
             die "nsearch sim failed on the animation"
-        gnuplot -e "dir='$frames_dir'; out='$dir/figures/sim_settle.gif'; dt=0.01; pngdir=''" \
+        gnuplot -e "dir=$(gp_str "$frames_dir"); out=$(gp_str "$dir/figures/sim_settle.gif"); dt=0.01; pngdir=''" \
             plots/sim_anim.gp || die "gnuplot failed on plots/sim_anim.gp"
-        rm -rf "$frames_dir"
     fi
     echo
     "$PY" harness/sim_results.py summary "$tsv"
     log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"
 }
 
+# The sweep's options, known before anything is installed or built: a
+# mistyped one is one line and exit 2 (harness/sweep.py checks the values).
+check_sweep_options() {
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --quick|--resume) ;;
+            --kernels|--workloads|--threads|--max-n|--rounds|--repetitions|--min-time|--wait-policy|--shuffle-seed)
+                if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi
+                shift ;;
+            -h|--help) usage; exit 0 ;;
+            *) die "unknown option: $1 (./run_all.sh --help lists them)" ;;
+        esac
+        shift
+    done
+}
+
 # The sweep: harness/sweep.py runs the rounds of nsearch-bench processes and
 # merges them (it checks the sweep options: a usage error exits 2); then the
 # table, the summary and the figures.
 sweep_mode() {
+    check_sweep_options "$@"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
     local dir_file status=0 dir
-    dir_file=$(mktemp)
+    temp_dir dir_file
+    dir_file=$dir_file/dir
     "$PY" harness/sweep.py --bench build/release/nsearch-bench --results "results/$("$PY" harness/sweep.py --machine-label)" \
         --cache-dir "$CACHE" --dir-file "$dir_file" "$@" || status=$?
-    dir=$(cat "$dir_file")
-    rm -f "$dir_file"
+    dir=$(cat "$dir_file" 2>/dev/null || true)
     [ $status -ne 2 ] || exit 2
     [ -n "$dir" ] || { log "FAILED: the sweep stopped (./run_all.sh --resume continues it)"; exit 1; }
     "$PY" harness/results.py flatten "$dir/bench.json" >"$dir/bench.tsv"

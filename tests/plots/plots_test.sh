@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # plots_test.sh ROOT SCRATCH CASE - the figures and the comparison, drawn by
 # run_all.sh from small committed result files (tests/plots/*.json), checked
-# to be valid PNG and SVG files.
+# to be valid PNG and SVG files; paths: any folder name, nothing temporary
+# left, a failed drawing leaving the figures there were; options: a mistyped
+# sweep option refused before anything runs.
 set -euo pipefail
 root=$1 scratch=$2 case=$3
 rm -rf "$scratch"
@@ -73,6 +75,7 @@ compare)
     # the two fixtures come from different builds: refused, then compared on purpose
     "$root/run_all.sh" --compare "$data/a.json" "$data/b.json" --out "$scratch/refused" \
         >"$scratch/out.txt" 2>&1 && fail "--compare of two builds was not refused"
+    [ ! -e "$scratch/refused" ] || fail "a refused --compare left its --out folder"
     "$root/run_all.sh" --compare "$data/a.json" "$data/b.json" --out "$scratch/compare" \
         --allow-different-builds >"$scratch/out.txt" 2>&1 ||
         { cat "$scratch/out.txt"; fail "--compare failed"; }
@@ -82,6 +85,52 @@ compare)
         fail "compare.txt has no verdict"
     check_png "$scratch/compare/compare.png"
     check_svg "$scratch/compare/compare.svg"
+    ;;
+paths)
+    # any folder name reaches gnuplot intact (a quote, a space), and nothing
+    # temporary is left behind
+    mkdir -p "$scratch/tmp"
+    export TMPDIR="$scratch/tmp"
+    out="$scratch/it's a folder"
+    "$root/run_all.sh" --plots "$data/a.json" --out "$out" >"$scratch/out.txt" 2>&1 ||
+        { cat "$scratch/out.txt"; fail "--plots into a folder named with a quote failed"; }
+    check_png "$out/scaling.png"
+    [ -z "$(ls -A "$scratch/tmp")" ] || fail "temporary files left: $(ls "$scratch/tmp")"
+    [ -z "$(find "$out" -name '.run_all.*')" ] || fail "a drawing folder left in $out"
+    # gnuplot failing half-way: the figures there were stay as they were
+    (cd "$out" && md5sum ./*) >"$scratch/before.md5"
+    mkdir -p "$scratch/bin"
+    printf '#!/bin/sh\nexit 1\n' >"$scratch/bin/gnuplot"
+    chmod +x "$scratch/bin/gnuplot"
+    PATH="$scratch/bin:$PATH" "$root/run_all.sh" --plots "$data/a.json" --out "$out" \
+        >"$scratch/out.txt" 2>&1 && fail "--plots with a failing gnuplot succeeded"
+    (cd "$out" && md5sum ./*) | cmp -s - "$scratch/before.md5" ||
+        fail "a failed --plots changed the figures there were"
+    [ -z "$(ls -A "$scratch/tmp")" ] || fail "temporary files left after a failure: $(ls "$scratch/tmp")"
+    [ -z "$(find "$out" -name '.run_all.*')" ] || fail "a drawing folder left after a failure"
+    # --out naming a file: refused in one line, the file untouched
+    echo keep >"$scratch/a_file"
+    rc=0
+    "$root/run_all.sh" --plots "$data/a.json" --out "$scratch/a_file" >"$scratch/out.txt" 2>&1 || rc=$?
+    [ $rc -eq 2 ] || fail "--out naming a file: exit $rc, want 2"
+    [ "$(wc -l <"$scratch/out.txt")" -eq 1 ] || fail "--out naming a file: $(cat "$scratch/out.txt")"
+    [ "$(cat "$scratch/a_file")" = keep ] || fail "--out naming a file changed it"
+    ;;
+options)
+    # a mistyped sweep option: one line and exit 2, before anything is
+    # installed or built (nothing on standard output); --help anywhere is the usage
+    rc=0
+    "$root/run_all.sh" --quick --bogus >"$scratch/out.txt" 2>"$scratch/err.txt" || rc=$?
+    [ $rc -eq 2 ] || fail "--bogus: exit $rc, want 2"
+    [ ! -s "$scratch/out.txt" ] || fail "--bogus: it ran something first: $(head -3 "$scratch/out.txt")"
+    if [ "$(wc -l <"$scratch/err.txt")" -ne 1 ] || ! grep -q -- "--bogus" "$scratch/err.txt"; then
+        fail "--bogus: not one line naming it: $(cat "$scratch/err.txt")"
+    fi
+    rc=0
+    "$root/run_all.sh" --kernels >"$scratch/out.txt" 2>"$scratch/err.txt" || rc=$?
+    [ $rc -eq 2 ] && [ ! -s "$scratch/out.txt" ] || fail "--kernels without a value: exit $rc"
+    "$root/run_all.sh" --quick --help >"$scratch/out.txt" 2>&1 || fail "--quick --help failed"
+    grep -q "^Usage:" "$scratch/out.txt" || fail "--quick --help is not the usage"
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -155,7 +155,13 @@ int main(int argc, char **argv)
     if (argc < 2)
         cli_usage_error("no command");
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
+    bool help = strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0;
+    if ((help || strcmp(cmd, "--version") == 0) && argc > 2) {
+        char shown[96];
+        opt_quote(shown, sizeof shown, argv[2], 40);
+        cli_usage_error("%s takes no argument ('%s')", cmd, shown);
+    }
+    if (help)
         cli_print_and_exit(main_help);
     if (strcmp(cmd, "--version") == 0) {
         ns_error err;

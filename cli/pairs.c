@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "output.h"
 
-#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -21,7 +20,8 @@ static const char pairs_help[] =
     "                    an optional first line x,y,z or x,y,z,r; particles numbered from 0\n"
     "                    in file order\n"
     "  --radius R        every particle's radius: required for a 3-column file, an error\n"
-    "                    for a 4-column one; read exactly as a number of the file\n"
+    "                    for a 4-column one; read exactly as a number of the file; 0 or\n"
+    "                    from 2^-60 to 2^60, the radii the library takes\n"
     "  --threads T       threads for parallel kernels (1 to 8 per processor; default:\n"
     "                    OpenMP's, i.e. OMP_NUM_THREADS, within the same limit)\n"
     "  --table-size M    buckets of the hash kernels' table (M >= 1; default 2n; more than\n"
@@ -220,7 +220,7 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
     };
     opt opts[NOPTS] = {OPT_TEXT_ENTRY("--kernel"),
                        OPT_TEXT_ENTRY("--input"),
-                       OPT_FLOAT_ENTRY("--radius", 0.0f, FLT_MAX),
+                       OPT_FLOAT_ENTRY("--radius", 0.0f, 0x1p60f),
                        cli_threads_option(),
                        OPT_COUNT_ENTRY("--table-size", 1, UINT32_MAX),
                        OPT_COUNT_ENTRY("--max-contacts", 1, NS_MAX_CONTACTS),
@@ -264,6 +264,10 @@ static void parse_pairs(int argc, char **argv, pairs_setup *su)
     su->output = opts[OUTPUT].text;
     su->radius_given = opts[RADIUS].given;
     su->radius = opts[RADIUS].number;
+    if (su->radius_given && su->radius != 0.0f && su->radius < 0x1p-60f)
+        cli_usage_error("--radius %g is below 2^-60 (the radii the library takes: 0, or 2^-60 "
+                        "to 2^60)",
+                        (double)su->radius);
     su->check = opts[CHECK].given;
     su->stats = opts[STATS].given;
 }
@@ -335,6 +339,17 @@ int cli_pairs(int argc, char **argv)
     int rc = output_open(&out, su.output);
     if (rc)
         return rc;
+    /* the configuration (threads, table size) checked before the input is
+     * read: its refusal names the kernel, not the file */
+    ns_index *probe;
+    ns_error err;
+    ns_status st = ns_index_create(su.kernel, &su.cfg, &probe, &err);
+    if (st != NS_OK) {
+        cli_say("%s: %s (%s)", su.kernel->name, err.message, ns_status_str(st));
+        output_discard(&out);
+        return cli_exit_status(st);
+    }
+    ns_index_destroy(probe);
     pairs_times t = {0};
     ns_particle_file file = {0};
     ns_contact_list contacts;
@@ -364,7 +379,6 @@ int cli_pairs(int argc, char **argv)
     /* write (a streamed query has written already): a difference found by
      * --check leaves an output file as it was */
     double t2 = cli_now_ms();
-    ns_error err;
     if (!valid && out.replace) {
         rc = EXIT_INVALID;
     } else if (!to.streamed && ns_contacts_write(out.f, &contacts, su.format, &err) != NS_OK) {

@@ -316,7 +316,9 @@ int cli_sim(int argc, char **argv)
         if (rc)
             return rc;
         if (file.columns != 4 || file.n == 0) {
-            cli_say("%s: the simulation needs particles with radii (x,y,z,r)", su.input);
+            cli_say(file.columns != 4 ? "%s: the simulation needs particles with radii (x,y,z,r)"
+                                      : "%s: no particles (the simulation needs at least one)",
+                    su.input);
             ns_particle_file_free(&file);
             return EXIT_USAGE;
         }

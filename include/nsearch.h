@@ -96,7 +96,8 @@ const char *ns_status_str(ns_status status);
 /* Filled by fallible calls when non-NULL. */
 typedef struct ns_error {
     ns_status status;
-    size_t particle; /* first offending particle, or NS_NO_PARTICLE */
+    size_t particle; /* first offending particle, or NS_NO_PARTICLE (also for a bad
+                        radius_uniform, which is no one particle's) */
     size_t line;     /* 1-based line of a particle file (parser), or 0 */
     char message[256];
 } ns_error;

@@ -791,9 +791,8 @@ static void t_n_0_and_1(void)
     tl_set_free(&s);
 }
 
-/* Expects NS_ERR_INVALID_INPUT naming particle `bad` (or, when bad ==
- * SIZE_MAX - 1, any particle) from validation, every kernel and every build. */
-#define ANY_PARTICLE (SIZE_MAX - 1)
+/* Expects NS_ERR_INVALID_INPUT naming particle `bad` (NS_NO_PARTICLE: none)
+ * from validation, every kernel and every build. */
 static void expect_invalid(const char *what, const ns_particles *p, size_t bad)
 {
     ns_error err;
@@ -804,8 +803,7 @@ static void expect_invalid(const char *what, const ns_particles *p, size_t bad)
     CHECK_STATUS(ns_particles_validate(p, &err), NS_ERR_INVALID_INPUT, &err);
     CHECK_EQ_I(err.status, NS_ERR_INVALID_INPUT);
     CHECK(err.message[0] != '\0');
-    if (bad != ANY_PARTICLE)
-        CHECK_EQ_U(err.particle, bad);
+    CHECK_EQ_U(err.particle, bad);
     CHECK_STATUS(ns_particles_validate(p, NULL), NS_ERR_INVALID_INPUT, NULL);
 
     /* a valid search first, so the list holds contacts */
@@ -822,8 +820,7 @@ static void expect_invalid(const char *what, const ns_particles *p, size_t bad)
         CHECK_EQ_U(got.count, 1);
         err.particle = 12345678;
         CHECK_STATUS(tl_find(K, p, NULL, &got, &err), NS_ERR_INVALID_INPUT, &err);
-        if (bad != ANY_PARTICLE)
-            CHECK_EQ_U(err.particle, bad);
+        CHECK_EQ_U(err.particle, bad);
         CHECK_EQ_U(got.count, 0);
         CHECK_STATUS(ns_find_contacts(K, p, NULL, &got, NULL), NS_ERR_INVALID_INPUT, NULL);
 
@@ -831,8 +828,7 @@ static void expect_invalid(const char *what, const ns_particles *p, size_t bad)
         REQUIRE(ns_index_create(K, NULL, &index, &err) == NS_OK);
         err.particle = 12345678;
         CHECK_STATUS(ns_index_build(index, p, &err), NS_ERR_INVALID_INPUT, &err);
-        if (bad != ANY_PARTICLE)
-            CHECK_EQ_U(err.particle, bad);
+        CHECK_EQ_U(err.particle, bad);
         /* the index still works with good input afterwards */
         CHECK_STATUS(ns_index_build(index, &okp, &err), NS_OK, &err);
         CHECK_STATUS(ns_index_query(index, &got, &err), NS_OK, &err);
@@ -917,7 +913,7 @@ static void t_invalid_input(void)
         tl_set_free(&s);
     }
 
-    /* a bad uniform radius: every particle is "bad"; don't insist on which is named */
+    /* a bad uniform radius is no one particle's: none is named */
     const float bad_uniform[] = {-1.0f, NAN, INFINITY, -INFINITY};
     for (int v = 0; v < 4; v++) {
         tl_set_init(&s, n);
@@ -927,7 +923,7 @@ static void t_invalid_input(void)
         p.radius = NULL;
         p.radius_uniform = bad_uniform[v];
         snprintf(what, sizeof what, "radius_uniform = %g", (double)bad_uniform[v]);
-        expect_invalid(what, &p, ANY_PARTICLE);
+        expect_invalid(what, &p, NS_NO_PARTICLE);
         tl_set_free(&s);
     }
 }
@@ -968,7 +964,7 @@ static void t_radius_range(void)
             }
             snprintf(what, sizeof what, "%s = %s", uniform ? "radius_uniform" : "radius of 3",
                      bad[b].name);
-            expect_invalid(what, &p, uniform ? 0 : 3);
+            expect_invalid(what, &p, uniform ? NS_NO_PARTICLE : 3);
             /* the message: the particle, the value and the range */
             ns_error ref, err;
             check_set_context("%s: the message", what);

@@ -247,12 +247,11 @@ ns_status ns_particles_validate(const ns_particles *p, ns_error *err)
     if (p->n > 0 && !p->pos)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "positions are NULL");
     if (!p->radius && !(isfinite(p->radius_uniform) && p->radius_uniform >= 0.0f))
-        return ns__fail(err, NS_ERR_INVALID_INPUT, p->n ? 0 : NS_NO_PARTICLE,
+        return ns__fail(err, NS_ERR_INVALID_INPUT, NS_NO_PARTICLE, /* no one particle's */
                         "uniform radius %g is %s", (double)p->radius_uniform,
                         isfinite(p->radius_uniform) ? "negative" : "not finite");
     if (!p->radius && !ns__radius_in_range(p->radius_uniform))
-        return ns__radius_out_of_range(err, p->n ? 0 : NS_NO_PARTICLE, "uniform radius",
-                                       p->radius_uniform);
+        return ns__radius_out_of_range(err, NS_NO_PARTICLE, "uniform radius", p->radius_uniform);
     static const char axis[3] = {'x', 'y', 'z'};
     for (size_t i = 0; i < p->n; i++) {
         for (int k = 0; k < 3; k++) {

@@ -315,6 +315,7 @@ case_help() {
     done
     ok kernels_help kernels --help
     ok workloads_help workloads --help
+    expect_fail 2 "" "" --help extra
 }
 
 case_version() {
@@ -323,6 +324,7 @@ case_version() {
         fail "nsearch --version prints no version number: $(head -1 "$K/version.out")"
     [ "$(wc -l <"$K/version.out")" -le 3 ] || fail "nsearch --version prints more than a version"
     note "version: $(head -1 "$K/version.out")"
+    expect_fail 2 "" "" --version --bogus
 }
 
 # ------------------------------------------------- kernels agree byte for byte
@@ -1537,6 +1539,9 @@ case_sim_err_bad_input() {
     printf 'x,y,z,r\n0,0,0,0.5\n1,0,0,-0.5\n' >neg.csv
     sim_fail neg.csv --input neg.csv
     sim_fail no-such-file.csv --input no-such-file.csv
+    printf 'x,y,z,r\n' >header.csv
+    sim_fail header.csv --input header.csv
+    message_matches 'no particles' "--input with a header and no particle"
 }
 case_sim_err_n_with_input() {
     good_input
@@ -1923,8 +1928,10 @@ case_radius_range() {
     for r in 3.4028235e38 1e30 1e-30; do
         printf 'x,y,z\n0,0,0\n1e20,0,0\n' >p3.csv
         printf 'x,y,z,r\n0,0,0,%s\n1e20,0,0,%s\n' "$r" "$r" >p4.csv
-        expect_fail 2 p3.csv 2 pairs --kernel grid_sorted --input p3.csv --radius "$r"
-        message_matches 'radius' "--radius $r"
+        # the option's fault, not the file's: refused before it is read
+        expect_fail 2 "" "" pairs --kernel grid_sorted --input p3.csv --radius "$r"
+        message_matches '--radius' "--radius $r"
+        printf '%s\n' "$ERRLINE" | grep -Fq p3.csv && fail "--radius $r: the message names the file: $ERRLINE"
         expect_fail 2 p4.csv 2 pairs --kernel grid_sorted --input p4.csv
         message_matches 'radius' "radius $r in the file"
     done
@@ -1943,6 +1950,10 @@ case_threads_cap() {
     note "naive with OMP_NUM_THREADS=5000: exit $RC"
     run big pairs --kernel grid_sorted --input good.csv --threads 1000
     [ "$RC" -eq 2 ] || fail "--threads 1000: exit $RC, want 2"
+    # the environment's fault, not the file's: refused before it is read
+    run_env omp2 OMP_NUM_THREADS=5000 pairs --kernel grid_sorted --input no-such-file.csv
+    [ "$RC" -eq 2 ] && grep -q OMP_NUM_THREADS "$K/omp2.err" ||
+        fail "OMP_NUM_THREADS=5000 with a missing input: exit $RC, $(head -1 "$K/omp2.err")"
 }
 
 # Memory of a refused search does not grow with the thread count: 100,000

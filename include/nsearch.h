@@ -361,12 +361,14 @@ ns_status ns_find_contacts(const ns_kernel *kernel, const ns_particles *particle
  * 0.45 * skin (0.05 * skin is left for rounding), when n or any radius
  * changed, or always when skin is too small for float precision at the
  * particles' coordinates (below 2^-13 of their magnitude).
- * The skin may be at most the particles' largest diameter (2 x the largest
- * radius): a search with a larger one is refused (NS_ERR_INVALID_ARGUMENT),
- * since every pair within it would be a candidate (unless every radius is
- * 0: no contact is possible, each search is direct). The candidates are
- * limited to 2 x config.max_contacts; a rebuild that finds more searches the
- * particles directly instead (no reuse until the next rebuild). */
+ * ns_skin_create takes any finite skin >= 0 (a negative, NaN or infinite
+ * one is NS_ERR_INVALID_ARGUMENT). It may be at most the particles' largest
+ * diameter (2 x the largest radius): a search with a larger one is refused
+ * (NS_ERR_INVALID_ARGUMENT), since every pair within it would be a candidate
+ * (unless every radius is 0: no contact is possible, each search is direct).
+ * The candidates are limited to 2 x config.max_contacts; a rebuild that finds
+ * more searches the particles directly instead (no reuse until the next
+ * rebuild). */
 typedef struct ns_skin ns_skin;
 ns_status ns_skin_create(const ns_kernel *kernel, const ns_config *config, float skin,
                          ns_skin **out, ns_error *err);
@@ -381,7 +383,8 @@ typedef struct ns_skin_info {
     bool rebuilt;      /* the last search ran the kernel */
     size_t bytes;      /* the skin's own memory, the kernel's index included */
 } ns_skin_info;
-/* skin NULL: info zeroed; info NULL: nothing. */
+/* skin NULL: info zeroed; info NULL: nothing. A search that fails leaves
+ * every field but bytes as it was. */
 void ns_skin_get_info(const ns_skin *skin, ns_skin_info *info);
 
 /* The workloads: particle sets for tests and benchmarks, deterministic from

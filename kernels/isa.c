@@ -62,7 +62,8 @@ enum { PATH_COUNT = sizeof paths / sizeof paths[0] };
 int ns__isa_path(const char *wanted, ns_error *err)
 {
     const char *forced = wanted ? wanted : getenv("NS_ISA");
-    if (!forced || !*forced) {
+    /* an empty NS_ISA counts as unset; isa = "" names no path: refused below */
+    if (!forced || (!wanted && !*forced)) {
         for (size_t k = 0; k < PATH_COUNT; k++)
             if (cpu_runs(k))
                 return (int)k;
@@ -79,7 +80,7 @@ int ns__isa_path(const char *wanted, ns_error *err)
         }
     ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
              "%s%.40s is not a code path of this build (it has: %s)",
-             wanted ? "isa = " : "NS_ISA=", forced, all_paths);
+             wanted ? "isa = " : "NS_ISA=", *forced ? forced : "\"\"", all_paths);
     return -1;
 }
 

@@ -38,6 +38,12 @@
  *                     radius outside the exact range; candidates over 2 x
  *                     max_contacts (a direct search) and over max_contacts (the
  *                     counted filter): still naive's contacts and refusals
+ *   skin_huge         every finite skin accepted by ns_skin_create (FLT_MAX too),
+ *                     refused by a search for radii 0.5, direct for radii 0;
+ *                     radii 2^59 and 2^60 with skins 2^60 and 2^61
+ *   skin_info_failures  a failed search (NaN, skin over the diameter, too many
+ *                     contacts before or after the kernel ran) leaves
+ *                     ns_skin_info as it was
  *   degenerate        zero radii (some, all), coincident spheres, a tiny scale:
  *                     finite, inside the box, naive = grid_sorted = a skin
  *   errors            ns_sim_create's documented refusals (bad params, empty box,
@@ -1297,7 +1303,7 @@ static void t_skin_limits(void)
                 CHECK_EQ_U(got.count, 0);
             }
             ns_skin_get_info(sk, &info);
-            reused += !info.rebuilt;
+            reused += st == NS_OK && !info.rebuilt; /* a refusal leaves info as it was */
         }
         printf("skin_limits %s: %zu of 30 moved searches refused, %zu reused\n", kernels[k],
                refusals, reused);
@@ -1306,6 +1312,191 @@ static void t_skin_limits(void)
         tl_set_free(&moved);
         ns_skin_destroy(sk);
     }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* ---- any finite skin ---- */
+
+/* ns_skin_create takes every finite skin >= 0; a search refuses one above
+ * the largest diameter, and with every radius 0 searches directly. Skins at
+ * the end of the radius range (2^60, 2^61) neither overflow nor lose a
+ * contact. */
+static void t_skin_huge(void)
+{
+    const ns_kernel *K = tl_kernel("grid_sorted");
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    ns_skin *sk = NULL;
+    ns_skin_info info;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 500, 41, &s); /* radii 0.5: diameter 1 */
+    ns_particles p = tl_particles(&s), zero = p;
+    zero.radius = NULL;
+    zero.radius_uniform = 0.0f;
+
+    const float huge[] = {nextafterf(1e30f, INFINITY), 2e30f, 0x1p100f, FLT_MAX};
+    for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++) {
+        check_set_context("ns_skin_create(skin %g)", (double)huge[k]);
+        sk = NULL;
+        tl_poison_error(&err);
+        CHECK_STATUS(ns_skin_create(K, NULL, huge[k], &sk, &err), NS_OK, &err);
+        if (!sk)
+            continue;
+        for (int t = 0; t < 2; t++) {
+            skin_vs_naive(sk, &zero, &ref, &got, "every radius 0");
+            CHECK_EQ_U(got.count, 0);
+            ns_skin_get_info(sk, &info);
+            CHECK(info.rebuilt); /* direct */
+        }
+        tl_poison_error(&err);
+        ns_status st = ns_skin_search(sk, &p, &got, &err);
+        CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
+        tl_check_error(st, &err);
+        CHECK_STR_CONTAINS(err.message, "largest diameter");
+        ns_skin_destroy(sk);
+    }
+    check_set_context("ns_skin_create(skin inf)");
+    sk = (ns_skin *)&err; /* not NULL */
+    CHECK_STATUS(ns_skin_create(K, NULL, INFINITY, &sk, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STR_CONTAINS(err.message, "finite");
+    CHECK(sk == NULL);
+
+    /* radius 2^59, skin 2^60: widened to 2^60, reused; radius 2^60, skin
+     * 2^61: widened past the range, direct */
+    for (int big = 0; big < 2; big++) {
+        const float r = big ? 0x1p60f : 0x1p59f, skin = 2.0f * r; /* the diameter */
+        tl_set t;
+        tl_set_init(&t, 6);
+        for (size_t i = 0; i < t.n; i++) /* neighbours 1.9 r apart: touching */
+            tl_set_put(&t, i, 1.9f * r * (float)i, (float)(i % 2) * 0.5f * r, 0.0f, r);
+        ns_particles pt = tl_particles(&t);
+        check_set_context("radius %g, skin %g", (double)r, (double)skin);
+        REQUIRE(ns_skin_create(K, NULL, skin, &sk, &err) == NS_OK);
+        skin_vs_naive(sk, &pt, &ref, &got, "first search");
+        CHECK_CMP_U(got.count, >=, 5);
+        t.pos[3] += 0.1f * skin; /* under 0.45 x skin */
+        skin_vs_naive(sk, &pt, &ref, &got, "a small move");
+        ns_skin_get_info(sk, &info);
+        CHECK_EQ_U(info.searches, 2);
+        CHECK(info.rebuilt == (bool)big);
+        ns_skin_destroy(sk);
+        tl_set_free(&t);
+    }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
+/* ---- ns_skin_info after failed searches ---- */
+
+static void check_info_kept(const ns_skin *sk, const ns_skin_info *was)
+{
+    ns_skin_info now;
+    ns_skin_get_info(sk, &now);
+    CHECK_EQ_U(now.searches, was->searches);
+    CHECK_EQ_U(now.rebuilds, was->rebuilds);
+    CHECK_EQ_U(now.candidates, was->candidates);
+    CHECK_EQ_I(now.rebuilt, was->rebuilt);
+}
+
+/* Two searches that fail, each leaving the info as it was: particle 7 at
+ * NaN (in s, which p reads), then `small`, whose diameter is under the skin. */
+static void two_failures_keep_info(ns_skin *sk, tl_set *s, const ns_particles *p,
+                                   const ns_particles *small, ns_contact_list *got)
+{
+    ns_error err;
+    ns_skin_info was;
+    ns_skin_get_info(sk, &was);
+    const float keep = s->pos[3 * 7];
+    s->pos[3 * 7] = NAN;
+    CHECK_STATUS(ns_skin_search(sk, p, got, &err), NS_ERR_INVALID_INPUT, &err);
+    check_info_kept(sk, &was);
+    s->pos[3 * 7] = keep;
+    CHECK_STATUS(ns_skin_search(sk, small, got, &err), NS_ERR_INVALID_ARGUMENT, &err);
+    check_info_kept(sk, &was);
+}
+
+/* A failed search leaves every field but bytes as it was: searches and
+ * rebuilds count the searches that succeeded, rebuilds <= searches. */
+static void t_skin_info_failures(void)
+{
+    const ns_kernel *K = tl_kernel("grid_sorted");
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    ns_skin *sk = NULL;
+    ns_skin_info info, was;
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 1000, 51, &s); /* radii 0.5 */
+    ns_particles p = tl_particles(&s), small = p;
+    small.radius = NULL;
+    small.radius_uniform = 0.05f; /* diameter 0.1, under the skin */
+    REQUIRE(ns_skin_create(K, NULL, 0.2f, &sk, &err) == NS_OK);
+
+    /* before any search: NaN twice, a skin over the diameter */
+    check_set_context("failures before the first search");
+    for (int t = 0; t < 2; t++)
+        two_failures_keep_info(sk, &s, &p, &small, &got);
+
+    check_set_context("a rebuild, a reuse, then failures");
+    skin_vs_naive(sk, &p, &ref, &got, "first search");
+    skin_vs_naive(sk, &p, &ref, &got, "reuse");
+    ns_skin_get_info(sk, &was);
+    CHECK_EQ_U(was.searches, 2);
+    CHECK_EQ_U(was.rebuilds, 1);
+    CHECK(!was.rebuilt);
+    two_failures_keep_info(sk, &s, &p, &small, &got);
+
+    check_set_context("after the failures: a rebuild, then failures");
+    skin_vs_naive(sk, &p, &ref, &got, "after failed searches");
+    ns_skin_get_info(sk, &was);
+    CHECK_EQ_U(was.searches, 3);
+    CHECK_EQ_U(was.rebuilds, 2); /* a failed search keeps no candidates */
+    CHECK(was.rebuilt);
+    two_failures_keep_info(sk, &s, &p, &small, &got);
+    ns_skin_destroy(sk);
+
+    /* too many contacts: after the kernel ran (a rebuild) and on the reuse
+     * path */
+    p.n = 900;
+    REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
+    ns_config cfg = ns_config_default();
+    cfg.max_contacts = ref.count; /* 900 particles' contacts */
+    check_set_context("max_contacts %zu", cfg.max_contacts);
+    REQUIRE(ns_skin_create(K, &cfg, 0.2f, &sk, &err) == NS_OK);
+    ns_skin_get_info(sk, &was);
+    p.n = 1000;
+    REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
+    REQUIRE(ref.count > cfg.max_contacts);
+    CHECK_STATUS(ns_skin_search(sk, &p, &got, &err), NS_ERR_TOO_MANY_CONTACTS, &err);
+    check_info_kept(sk, &was);
+    p.n = 900;
+    skin_vs_naive(sk, &p, &ref, &got, "900 particles");
+    skin_vs_naive(sk, &p, &ref, &got, "900 particles again (reuse)");
+    ns_skin_get_info(sk, &was);
+    CHECK_EQ_U(was.searches, 2);
+    CHECK_EQ_U(was.rebuilds, 1);
+    CHECK(!was.rebuilt);
+    float moved = 0.0f;
+    for (size_t k = 0; k < 3 * p.n; k++) { /* compressed: more contacts, no rebuild */
+        float c = s.pos[k] * 0.995f;
+        moved = fabsf(c - s.pos[k]) > moved ? fabsf(c - s.pos[k]) : moved;
+        s.pos[k] = c;
+    }
+    REQUIRE(sqrtf(3.0f) * moved < 0.4f * 0.2f);
+    REQUIRE(tl_find(tl_kernel("naive"), &p, NULL, &ref, &err) == NS_OK);
+    REQUIRE(ref.count > cfg.max_contacts);
+    CHECK_STATUS(ns_skin_search(sk, &p, &got, &err), NS_ERR_TOO_MANY_CONTACTS, &err);
+    check_info_kept(sk, &was);
+    ns_skin_get_info(sk, &info);
+    CHECK_CMP_U(info.rebuilds, <=, info.searches);
+    ns_skin_destroy(sk);
+
     ns_contact_list_free(&ref);
     ns_contact_list_free(&got);
     tl_set_free(&s);
@@ -1647,6 +1838,8 @@ static const tl_case cases[] = {
     {"skin_api", .run = t_skin_api},
     {"skin_edges", .run = t_skin_edges},
     {"skin_limits", .run = t_skin_limits},
+    {"skin_huge", .run = t_skin_huge},
+    {"skin_info_failures", .run = t_skin_info_failures},
     {"degenerate", .run = t_degenerate},
     {"errors", .run = t_errors},
     {"settled_tiles", .run = t_settled_tiles},

@@ -1925,6 +1925,103 @@ static void t_table_clamp(int argc, char **argv)
     }
 }
 
+/* ---- config.isa: a code path for one index ---- */
+
+/* NS_ISA set to value, or unset for NULL. */
+static void set_ns_isa(const char *value)
+{
+    if (value)
+        setenv("NS_ISA", value, 1);
+    else
+        unsetenv("NS_ISA");
+}
+
+/* Each path of the build: taken when this CPU runs it (as NS_ISA is), with
+ * the default's contacts. A name the build lacks, "" included, is refused
+ * with one line naming the paths, whatever NS_ISA says; a path's name
+ * overrides a bad NS_ISA. An empty NS_ISA counts as unset. */
+static void t_isa_config(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char saved[64] = "", paths[200];
+    const char *env = getenv("NS_ISA");
+    if (env)
+        snprintf(saved, sizeof saved, "%s", env);
+    set_ns_isa(NULL);
+    const ns_kernel *K = tl_kernel("grid_sorted");
+    tl_set s;
+    tl_generate(tl_workload("uniform"), 800, 3, &s);
+    ns_particles p = tl_particles(&s);
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    ns_error err;
+    ns_config cfg = ns_config_default();
+    CHECK_STATUS(tl_find(K, &p, NULL, &ref, &err), NS_OK, &err);
+
+    snprintf(paths, sizeof paths, "%s", ns_isa_paths());
+    for (char *path = strtok(paths, " "); path; path = strtok(NULL, " ")) {
+        set_ns_isa(path);
+        bool runs = ns_isa(&err) != NULL;
+        set_ns_isa(NULL);
+        check_set_context("config.isa = %s (this CPU %s it)", path, runs ? "runs" : "cannot run");
+        cfg.isa = path;
+        tl_poison_error(&err);
+        ns_status st = tl_find(K, &p, &cfg, &got, &err);
+        CHECK_STATUS(st, runs ? NS_OK : NS_ERR_INVALID_ARGUMENT, &err);
+        if (st == NS_OK)
+            tl_lists_equal(&ref, &got, "config.isa");
+        else
+            CHECK_STR_CONTAINS(err.message, "cannot run");
+    }
+
+    const char *bad[] = {"", "bogus", "generic ", " generic"};
+    const char *envs[] = {NULL, "bogus", ""};
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+        set_ns_isa(envs[e]);
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            check_set_context("config.isa = \"%s\", NS_ISA %s%s", bad[b], envs[e] ? "=" : "unset",
+                              envs[e] ? envs[e] : "");
+            cfg.isa = bad[b];
+            ns_index *ix = (ns_index *)&err; /* not NULL */
+            tl_poison_error(&err);
+            ns_status st = ns_index_create(K, &cfg, &ix, &err);
+            CHECK_STATUS(st, NS_ERR_INVALID_ARGUMENT, &err);
+            tl_check_error(st, &err);
+            CHECK(ix == NULL);
+            if (st == NS_OK)
+                ns_index_destroy(ix);
+            CHECK_STR_CONTAINS(err.message, "is not a code path of this build (it has: ");
+            CHECK_STR_CONTAINS(err.message, ns_isa_paths());
+            CHECK(strchr(err.message, '\n') == NULL);
+            if (!bad[b][0])
+                CHECK_STR_CONTAINS(err.message, "isa = \"\" is not");
+        }
+        /* NULL: NS_ISA's path (none when bogus), else the best */
+        check_set_context("config.isa NULL, NS_ISA %s%s", envs[e] ? "=" : "unset",
+                          envs[e] ? envs[e] : "");
+        bool bogus = envs[e] && envs[e][0];
+        CHECK((ns_isa(&err) == NULL) == bogus);
+        cfg.isa = NULL;
+        tl_poison_error(&err);
+        ns_status st = tl_find(K, &p, &cfg, &got, &err);
+        CHECK_STATUS(st, bogus ? NS_ERR_INVALID_ARGUMENT : NS_OK, &err);
+        if (bogus)
+            CHECK_STR_CONTAINS(err.message, "NS_ISA=bogus is not a code path");
+        /* a path's name: NS_ISA is not read */
+        check_set_context("config.isa = %s, NS_ISA %s%s", tl_portable_path(),
+                          envs[e] ? "=" : "unset", envs[e] ? envs[e] : "");
+        cfg.isa = tl_portable_path();
+        CHECK_STATUS(tl_find(K, &p, &cfg, &got, &err), NS_OK, &err);
+        tl_lists_equal(&ref, &got, "the portable path");
+    }
+    set_ns_isa(env ? saved : NULL);
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    tl_set_free(&s);
+}
+
 /* ---- the test library itself: the comparisons can fail ---- */
 
 static void t_testlib_selftest(int argc, char **argv)
@@ -2021,6 +2118,7 @@ static const tl_case cases[] = {
      * every call that would use it refuses before starting a thread */
     {"threads_env_over_cap", .run_args = t_threads_env_over_cap, .threads = 100000},
     {"table_clamp", .run_args = t_table_clamp},
+    {"isa_config", .run_args = t_isa_config},
     {"testlib_selftest", .run_args = t_testlib_selftest},
 };
 

@@ -46,7 +46,9 @@ ns_status ns_skin_create(const ns_kernel *kernel, const ns_config *config, float
     if (!out)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "out is NULL");
     *out = NULL;
-    if (!(skin >= 0.0f && skin <= 1e30f))
+    /* any finite skin: a search refuses one above the largest diameter, and
+     * with every radius 0 each search is direct */
+    if (!(skin >= 0.0f && isfinite(skin)))
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE,
                         "skin %g is not a finite non-negative distance", (double)skin);
     if (!kernel || !kernel->ops)
@@ -286,21 +288,20 @@ ns_status ns_skin_search(ns_skin *s, const ns_particles *particles, ns_contact_l
     if (particles->n && !particles->pos)
         return ns__fail(err, NS_ERR_INVALID_ARGUMENT, NS_NO_PARTICLE, "pos is NULL");
     contacts->count = 0;
-    s->info.rebuilt = !still_valid(s, particles);
-    ns_status st = NS_OK;
-    bool direct = false;
-    if (s->info.rebuilt) {
-        s->info.rebuilds++;
-        st = rebuild(s, particles, contacts, &direct, err);
-    }
+    const ns_skin_info kept = s->info; /* what a failed search leaves */
+    bool rebuilt = !still_valid(s, particles), direct = false;
+    ns_status st = rebuilt ? rebuild(s, particles, contacts, &direct, err) : NS_OK;
     if (st == NS_OK && !direct)
         st = filter(s, particles, contacts, err);
     if (st != NS_OK) {
         s->reusable = false;
+        s->info = kept;
         contacts->count = 0;
         return st;
     }
     s->info.searches++;
+    s->info.rebuilds += rebuilt;
+    s->info.rebuilt = rebuilt;
     ns__ok(err);
     return NS_OK;
 }

@@ -16,8 +16,12 @@ Two layouts load the same way:
 
 Only the iteration entries (`run_type: "iteration"`, one per repetition) are
 timings; Google Benchmark's aggregates (mean, median, stddev, ...) are ignored.
+A file that cannot be read, is not UTF-8 JSON, or has a field the loader reads of
+the wrong type raises FormatError, one line naming the file, the entry and the
+field.
 """
 import json
+import math
 import re
 from collections import defaultdict
 
@@ -284,46 +288,127 @@ def order_key(names, name):
 
 
 class FormatError(ValueError):
-    """A result file this loader cannot read."""
+    """A result file this loader cannot read: its message is one line naming the
+    file, and the entry and field where there is one."""
+
+
+def shown(value):
+    """A JSON value as the file has it, cut short, for an error message."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_json(path):
+    """The file's JSON; FormatError when it cannot be read or is not UTF-8 JSON."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        # JSON is UTF-8 (RFC 8259), whatever the locale
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise FormatError(f"{path}: not JSON (not UTF-8 text: byte 0x{raw[e.start]:02x} on "
+                          f"line {line})") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:  # JSONDecodeError, or an integer of too many digits
+        raise FormatError(f"{path}: not JSON ({e})") from None
+    except RecursionError:
+        raise FormatError(f"{path}: not JSON (nested too deeply)") from None
+
+
+def optional(where, entry, key, kind, what, default=None):
+    """entry[key] when it is of kind, default when absent or null; FormatError
+    (where: file and entry) otherwise. bool is not a number here, though Python
+    counts it as one."""
+    value = entry.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise FormatError(f"{where}: {key} is {shown(value)}, not {what}")
+    return value
+
+
+def whole(where, entry, key):
+    """A round number: a whole number, at least 1 (1 when absent)."""
+    value = optional(where, entry, key, int, "a whole number", 1)
+    if value < 1:
+        raise FormatError(f"{where}: {key} is {value}, not a whole number of at least 1")
+    return value
+
+
+def real_time(where, entry):
+    """The entry's time in ms: real_time, a finite number >= 0, in time_unit."""
+    if "real_time" not in entry:
+        raise FormatError(f"{where}: real_time is missing")
+    value = entry["real_time"]
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise FormatError(f"{where}: real_time is {shown(value)}, not a number")
+    try:
+        ms = float(value)
+    except OverflowError:  # an integer too large for a float
+        ms = math.inf
+    if not math.isfinite(ms) or ms < 0:
+        raise FormatError(f"{where}: real_time is {shown(value)}, not a finite time of at "
+                          "least 0")
+    unit = optional(where, entry, "time_unit", str, "a string", "ms")
+    if unit not in TO_MS:
+        raise FormatError(f"{where}: time_unit is {shown(unit)}, not one of "
+                          f"{', '.join(TO_MS)}")
+    return ms * TO_MS[unit]
 
 
 def load(path):
-    """Reads a result file (one process or the sweep's rounds) into a Run."""
-    with open(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise FormatError(f"{path}: not JSON ({e})") from None
+    """Reads a result file (one process or the sweep's rounds) into a Run;
+    FormatError when it cannot be read or a field the loader uses is malformed."""
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise FormatError(f"{path}: no 'benchmarks' list (not a Google Benchmark result file)")
-    context = data.get("context") or {}
-    contexts = data.get("contexts") or [context]
+    context, contexts = data.get("context"), data.get("contexts")
+    if context is not None and not isinstance(context, dict):
+        raise FormatError(f"{path}: context is {shown(context)}, not an object")
+    if contexts is not None and not isinstance(contexts, list):
+        raise FormatError(f"{path}: contexts is {shown(contexts)}, not a list")
+    context = context or {}
+    contexts = contexts or [context]  # one process: its context is the only one
+    for k, ctx in enumerate(contexts):
+        # witness() reads each process's round and part
+        where = f"{path}: contexts[{k}]"
+        if not isinstance(ctx, dict):
+            raise FormatError(f"{where} is {shown(ctx)}, not an object")
+        whole(where, ctx, "round")
+        optional(where, ctx, "part", str, "a string")
     configs = {}
     times = defaultdict(lambda: defaultdict(list))  # key -> round -> [ms]
     parts = defaultdict(dict)                       # key -> round -> part
-    for b in data["benchmarks"]:
-        m = NAME.match(b.get("run_name") or b.get("name", ""))
-        if not m or b.get("run_type") == "aggregate":
+    for i, b in enumerate(data["benchmarks"]):
+        where = f"{path}: benchmarks[{i}]"
+        if not isinstance(b, dict):
+            raise FormatError(f"{where} is {shown(b)}, not an object")
+        name = optional(where, b, "name", str, "a string", "")
+        where += f" {json.dumps(name)}" if name else ""
+        m = NAME.match(optional(where, b, "run_name", str, "a string") or name)
+        if not m or optional(where, b, "run_type", str, "a string") == "aggregate":
             continue
         key = (m["kernel"], m["workload"], int(m["n"]), int(m["threads"]))
         c = configs.get(key) or Config(*key)
         configs[key] = c
-        rnd, part = int(b.get("round", 1)), b.get("part")
+        rnd, part = whole(where, b, "round"), optional(where, b, "part", str, "a string")
         if parts[key].setdefault(rnd, part) != part:
             raise FormatError(f"{path}: {c.name} measured by two processes in round {rnd} "
                               f"({parts[key][rnd]} and {part})")
-        if b.get("error_occurred"):
-            c.verdict = b.get("error_message") or "error"
+        if optional(where, b, "error_occurred", bool, "true or false"):
+            c.verdict = optional(where, b, "error_message", str, "a string") or "error"
             continue
-        label = b.get("label")
+        label = optional(where, b, "label", str, "a string")
         # a failed check in any round outweighs the others' VALID
         if label and (c.verdict is None or (label.startswith("INVALID")
                                             and c.verdict.startswith("VALID"))):
             c.verdict = label
-        unit = b.get("time_unit", "ms")
-        if unit not in TO_MS:
-            raise FormatError(f"{path}: {c.name}: unknown time unit '{unit}'")
-        times[key][rnd].append(float(b["real_time"]) * TO_MS[unit])
+        times[key][rnd].append(real_time(where, b))
         c.entries.append((rnd, b))
         if not c.counters:
             c.counters = b

@@ -20,12 +20,18 @@ Writes DIR/compare.txt (also printed), DIR/compare.tsv (one row per
 configuration), DIR/compare_kernels.tsv (the geometric means) and the plot data
 of plots/compare.gp: DIR/data/compare.dat (per kernel line on uniform: n, ratio,
 low, high, verdict code 0 equivalent, 1 faster, 2 slower, 3 inconclusive) and
-DIR/data/meta.gp.
+DIR/data/meta.gp. Each is written beside its path as a .tmp file first and moved
+over it only when all five are written (compare.txt, compare.tsv,
+compare_kernels.tsv, data/compare.dat, data/meta.gp, in that order): a run that
+fails (files that cannot be read, different builds, no configuration in common,
+a write error) leaves a previous comparison in DIR as it was.
 
 The two files must come from the same build (git_commit and compile_flags of
 their contexts) unless --allow-different-builds. Exit status: 0 after a
 comparison (whatever the verdicts), 2 on a usage error or different builds, 1
-when a file cannot be read or the files share no configuration.
+when a file cannot be read (or is not a result file), the files share no
+configuration, or DIR cannot be written; each error is one line on standard
+error.
 """
 import argparse
 import os
@@ -266,65 +272,88 @@ def num(x):
     return "" if x is None else f"{x:.6g}"
 
 
-def write_tsv(path, rows):
+def tsv_text(rows):
+    """compare.tsv: one row per configuration."""
     cols = ["configuration", "workload", "kernel", "threads", "n", "a_ms", "a_low", "a_high",
             "a_rounds", "a_repetitions", "b_ms", "b_low", "b_high", "b_rounds",
             "b_repetitions", "ratio", "ratio_low", "ratio_high", "verdict", "one_process",
             "a_check", "b_check"]
-    with open(path, "w") as f:
-        f.write("\t".join(cols) + "\n")
-        for r in rows:
-            cells = [r.name, r.workload, r.kernel, r.threads, r.n]
-            for c, e in ((r.a, r.est_a), (r.b, r.est_b)):
-                cells += [num(x) for x in (e.interval() if e else (None,) * 3)]
-                cells += [len(c.rounds), c.repetitions]
-            cells += [num(x) for x in (r.ratio.interval() if r.ratio else (None,) * 3)]
-            cells += [r.verdict, int(r.one_process), r.a.verdict or "", r.b.verdict or ""]
-            f.write("\t".join(str(x) for x in cells) + "\n")
+    out = ["\t".join(cols)]
+    for r in rows:
+        cells = [r.name, r.workload, r.kernel, r.threads, r.n]
+        for c, e in ((r.a, r.est_a), (r.b, r.est_b)):
+            cells += [num(x) for x in (e.interval() if e else (None,) * 3)]
+            cells += [len(c.rounds), c.repetitions]
+        cells += [num(x) for x in (r.ratio.interval() if r.ratio else (None,) * 3)]
+        cells += [r.verdict, int(r.one_process), r.a.verdict or "", r.b.verdict or ""]
+        out.append("\t".join(str(x) for x in cells))
+    return "\n".join(out) + "\n"
 
 
-def write_kernels_tsv(path, means, band):
-    with open(path, "w") as f:
-        f.write("workload\tkernel\tthreads\tn_count\tn_min\tn_max\tratio\tratio_low\t"
-                "ratio_high\tverdict\tone_process\n")
-        for m in means:
-            est, low, high = m["mean"].interval()
-            f.write("\t".join(str(x) for x in [
-                m["workload"], m["kernel"], m["threads"], len(m["ns"]), min(m["ns"]),
-                max(m["ns"]), num(est), num(low), num(high), stats.verdict(low, high, band),
-                int(m["one_process"])]) + "\n")
+def kernels_tsv_text(means, band):
+    """compare_kernels.tsv: the geometric means per workload, kernel and threads."""
+    out = ["workload\tkernel\tthreads\tn_count\tn_min\tn_max\tratio\tratio_low\t"
+           "ratio_high\tverdict\tone_process"]
+    for m in means:
+        est, low, high = m["mean"].interval()
+        out.append("\t".join(str(x) for x in [
+            m["workload"], m["kernel"], m["threads"], len(m["ns"]), min(m["ns"]),
+            max(m["ns"]), num(est), num(low), num(high), stats.verdict(low, high, band),
+            int(m["one_process"])]))
+    return "\n".join(out) + "\n"
 
 
-def write_plot_data(out, a, b, rows, band):
-    """compare.dat: per kernel line on uniform, n ratio low high code; meta.gp."""
-    os.makedirs(out, exist_ok=True)
+def plot_data(a, b, rows, band):
+    """The texts of data/compare.dat (per kernel line on uniform: n ratio low high
+    code) and data/meta.gp, for plots/compare.gp."""
     lines = {}
     for r in rows:
         if r.workload == a.headline_workload() and r.ratio is not None:
             lines.setdefault((r.kernel, r.threads), []).append(r)
-    blocks = 0
-    with open(os.path.join(out, "compare.dat"), "w") as f:
-        for (kernel, threads), rs in lines.items():
-            parallel = a.parallel(kernel) or b.parallel(kernel)
-            f.write(f'"{kernel} T={threads}"\n' if parallel else f'"{kernel}"\n')
-            for r in sorted(rs, key=lambda r: r.n):
-                est, low, high = r.ratio.interval()
-                f.write(f"{r.n} {est:.6g} {low:.6g} {high:.6g} "
-                        f"{stats.VERDICTS.index(r.verdict)}\n")
-            f.write("\n\n")
-            blocks += 1
+    dat = []
+    for (kernel, threads), rs in lines.items():
+        parallel = a.parallel(kernel) or b.parallel(kernel)
+        dat.append(f'"{kernel} T={threads}"\n' if parallel else f'"{kernel}"\n')
+        for r in sorted(rs, key=lambda r: r.n):
+            est, low, high = r.ratio.interval()
+            dat.append(f"{r.n} {est:.6g} {low:.6g} {high:.6g} "
+                       f"{stats.VERDICTS.index(r.verdict)}\n")
+        dat.append("\n\n")
     # the y range: every interval and the band, with a margin
     ends = [x for rs in lines.values() for r in rs for x in r.ratio.interval()[1:]]
     ends = [x for x in ends if np.isfinite(x) and x > 0] + [1 - band, 1 + band]
     one = any(r.one_process for r in rows)
     subtitle = f"A: {a.machine_label()}, {a.date()}; B: {b.machine_label()}, {b.date()}"
-    with open(os.path.join(out, "meta.gp"), "w") as f:
-        f.write(f"subtitle = {gp_text(subtitle)}\n")
-        f.write(f"headline = {gp_text(a.headline_workload())}\n")
-        f.write(f"blocks_compare = {blocks}\n")
-        f.write(f"band = {band:g}\n")
-        f.write(f"one_process = {int(one)}\n")
-        f.write(f"ratio_min = {min(ends) / 1.15:.6g}\nratio_max = {max(ends) * 1.15:.6g}\n")
+    meta = (f"subtitle = {gp_text(subtitle)}\n"
+            f"headline = {gp_text(a.headline_workload())}\n"
+            f"blocks_compare = {len(lines)}\n"
+            f"band = {band:g}\n"
+            f"one_process = {int(one)}\n"
+            f"ratio_min = {min(ends) / 1.15:.6g}\nratio_max = {max(ends) * 1.15:.6g}\n")
+    return "".join(dat), meta
+
+
+def write_all(files):
+    """Writes {path: text} all or nothing: each text to PATH.tmp beside its path
+    first, and only when every one is written are they moved over their paths
+    (os.replace, in the order given), so a failure or an interrupt while writing
+    leaves the previous files as they were. OSError on failure, the .tmp files it
+    made removed."""
+    made = []
+    try:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path + ".tmp", "w") as f:
+                made.append(f.name)
+                f.write(text)
+        for path in files:
+            os.replace(path + ".tmp", path)
+    finally:
+        for tmp in made:
+            try:
+                os.remove(tmp)
+            except OSError:  # moved already; else the first error is the one told
+                pass
 
 
 def main(argv):
@@ -358,21 +387,28 @@ def main(argv):
               "--allow-different-builds compares them anyway", file=sys.stderr)
         return 2
     rows = pair(a, b)
+    # decided before anything is written: a failed comparison leaves the previous
+    # one in --out as it was
+    if not rows:
+        print(f"compare.py: {args.a} ({len(a.configs)} configurations) and {args.b} "
+              f"({len(b.configs)}) share no configuration", file=sys.stderr)
+        return 1
     for r in rows:
         r.measure(args.replicates, args.band)
     means = kernel_means(rows, a)
     only_a, only_b = unshared(a, b, rows)
     text = report(a, b, rows, means, only_a, only_b, args.band, args.replicates, differ)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "compare.txt"), "w") as f:
-        f.write(text)
-    write_tsv(os.path.join(args.out, "compare.tsv"), rows)
-    write_kernels_tsv(os.path.join(args.out, "compare_kernels.tsv"), means, args.band)
-    write_plot_data(os.path.join(args.out, "data"), a, b, rows, args.band)
-    sys.stdout.write(text)
-    if not rows:
-        print("compare.py: the two files share no configuration", file=sys.stderr)
+    dat, meta = plot_data(a, b, rows, args.band)
+    out = lambda *name: os.path.join(args.out, *name)
+    try:
+        write_all({out("compare.txt"): text, out("compare.tsv"): tsv_text(rows),
+                   out("compare_kernels.tsv"): kernels_tsv_text(means, args.band),
+                   out("data", "compare.dat"): dat, out("data", "meta.gp"): meta})
+    except OSError as e:
+        why = "not a folder" if isinstance(e, FileExistsError) else e.strerror
+        print(f"compare.py: cannot write {e.filename or args.out}: {why}", file=sys.stderr)
         return 1
+    sys.stdout.write(text)
     return 0
 
 

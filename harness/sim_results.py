@@ -47,10 +47,16 @@ class InputError(Exception):
 def read_tsv(path):
     """The rows of SIM.TSV as dicts, numbers converted; InputError on bad input."""
     try:
-        with open(path, newline="") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}")
+    try:
+        # UTF-8 whatever the locale, so a table reads the same on every machine
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise InputError(f"{path}: line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x})")
     if not lines or not lines[0].strip():
         raise InputError(f"{path}: line 1: empty file, expected a header line with the "
                          f"columns {' '.join(COLUMNS)}")

@@ -2,7 +2,8 @@
 """harness/benchdata.py: the sweep's merged files with rounds, and today's files
 without them (tests/plots/*.json).
 
-    test_benchdata.py [Loader]
+    test_benchdata.py [Loader | Tables | Peers | OneShot | MemoryProbe
+                       | WorkloadsAgainstHeadline | Malformed]
 """
 import json
 import os
@@ -398,6 +399,53 @@ class WorkloadsAgainstHeadline(unittest.TestCase):
         for c in [c for c in f.run.configs.values() if c.workload == "uniform"]:
             c.rounds = []
         self.assertEqual(results.workload_lines(f, markdown=False), [])
+
+
+class Malformed(unittest.TestCase):
+    """A malformed result file: FormatError, one line naming the file, the entry and
+    the field; results.py (what run_all.sh --plots runs) says so in one line and
+    exits 2, never with a traceback."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="stats-malformed-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.path = os.path.join(self.tmp, "bad.json")
+
+    def write(self, content):
+        with open(self.path, "wb") as f:
+            f.write(content)
+
+    def test_loader(self):
+        for what, content, says in helpers.malformed():
+            with self.subTest(what):
+                self.write(content)
+                with self.assertRaises(benchdata.FormatError) as caught:
+                    benchdata.load(self.path)
+                message = str(caught.exception)
+                self.assertTrue(message.startswith(f"{self.path}: "), message)
+                self.assertIn(says, message)
+                self.assertNotIn("\n", message)
+        missing = os.path.join(self.tmp, "missing.json")
+        with self.assertRaisesRegex(benchdata.FormatError, f"^{missing}: cannot read: "):
+            benchdata.load(missing)
+
+    def test_results_script(self):
+        out = os.path.join(self.tmp, "figures")
+        for what, content, says in helpers.malformed():
+            # every command reads the file through benchdata.load: plotdata (--plots)
+            # for each malformation, summary and flatten for a few
+            commands = [["plotdata", self.path, "--out", out]]
+            if what in ("not UTF-8", "no real_time", "entry not an object"):
+                commands += [["summary", self.path], ["flatten", self.path]]
+            for args in commands:
+                with self.subTest(what, command=args[0]):
+                    self.write(content)
+                    p = helpers.run_script(helpers.RESULTS, *args)
+                    self.assertEqual(p.returncode, 2, p.stderr)
+                    self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                    self.assertTrue(p.stderr.startswith(f"results.py: {self.path}: "), p.stderr)
+                    self.assertIn(says, p.stderr)
+                    self.assertEqual(p.stdout, "")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 (tests/plots/a.json, b.json); plots/compare.gp on its data.
 
     test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat | Usage
-                     | Plot]
+                     | Malformed | KeepsPrevious | Plot]
 """
 import json
 import os
@@ -237,6 +237,88 @@ class Usage(Case):
             f.write("{not json")
         p = self.compare(a, bad, status=1)
         self.assertIn("not JSON", p.stderr)
+
+
+class Malformed(Case):
+    """A malformed result file, as A or as B: one line naming the file, the entry and
+    the field (exit 1), never a traceback, and nothing written."""
+
+    def refused(self, a, b, bad, says):
+        p = self.compare(a, b, status=1)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        self.assertTrue(p.stderr.startswith(f"compare.py: {bad}: "), p.stderr)
+        self.assertIn(says, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_malformed(self):
+        good = helpers.fixture("aa_b.json")
+        bad = os.path.join(self.tmp, "bad.json")
+        for what, content, says in helpers.malformed():
+            with self.subTest(what):
+                with open(bad, "wb") as f:
+                    f.write(content)
+                self.refused(bad, good, bad, says)
+        self.refused(good, bad, bad, says)  # B is checked as A is
+
+
+class KeepsPrevious(Case):
+    """A comparison that fails (no configuration in common, a malformed file,
+    different builds, an output it cannot write) leaves the previous comparison's
+    files byte for byte as they were, and no .tmp file behind."""
+
+    def snapshot(self):
+        """{path under --out: bytes} of every file there."""
+        out = {}
+        for folder, _, names in os.walk(self.out):
+            for name in names:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as f:
+                    out[os.path.relpath(path, self.out)] = f.read()
+        return out
+
+    def test_keeps_previous(self):
+        a, b = helpers.fixture("aa_a.json"), helpers.fixture("twox_b.json")
+        self.compare(a, b)
+        before = self.snapshot()
+        self.assertEqual(sorted(before), ["compare.tsv", "compare.txt", "compare_kernels.tsv",
+                                          os.path.join("data", "compare.dat"),
+                                          os.path.join("data", "meta.gp")])
+        empty = helpers.temp_fixture(self, {"context": {}, "benchmarks": []})
+        p = self.compare(a, empty, "--allow-different-builds", status=1)
+        self.assertEqual(p.stderr, f"compare.py: {a} (17 configurations) and {empty} (0) "
+                                   "share no configuration\n")
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(self.snapshot(), before)
+        _, content, _ = next(m for m in helpers.malformed() if m[0] == "no real_time")
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "wb") as f:
+            f.write(content)
+        self.compare(bad, b, status=1)
+        self.assertEqual(self.snapshot(), before)
+        self.compare(a, self.variant(b, git_commit="0" * 40), status=2)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_write_fails(self):
+        """The last output cannot be written (a folder where its .tmp file goes): the
+        others already written are not moved over the previous ones."""
+        a, b = helpers.fixture("aa_a.json"), helpers.fixture("aa_b.json")
+        self.compare(a, helpers.fixture("twox_b.json"))
+        before = self.snapshot()
+        blocker = os.path.join(self.out, "data", "meta.gp.tmp")
+        os.mkdir(blocker)
+        p = self.compare(a, b, status=1)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        self.assertIn(f"compare.py: cannot write {blocker}: ", p.stderr)
+        self.assertEqual(self.snapshot(), before)
+        left = [name for _, _, names in os.walk(self.out) for name in names
+                if name.endswith(".tmp")]
+        self.assertEqual(left, [])
+        os.rmdir(blocker)  # and with the way clear, every file is replaced
+        self.compare(a, b)
+        after = self.snapshot()
+        self.assertEqual(sorted(after), sorted(before))
+        self.assertTrue(all(after[k] != before[k] for k in before), "a file was not replaced")
 
 
 @unittest.skipUnless(shutil.which("gnuplot"), "gnuplot is not installed")

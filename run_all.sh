@@ -69,7 +69,8 @@ Benchmark's JSON: every repetition with its round, every process's context),
 bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.json
 (commit, options, CPU model), and parts/ (one JSON per round, workload, n and thread
 count, so an interruption loses nothing measured). A --sim run writes results/<machine>/<UTC
-timestamp>-sim/: sim.tsv (one row per run), sim_summary.md, figures/sim_fps.png, .svg
+timestamp>-sim/: sim.tsv (one row per run), sim_run.json (commit, tool version and code
+path, CPU, threads, start date and load), sim_summary.md, figures/sim_fps.png, .svg
 and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
 differ from the reference, 2 on a usage error.
 

@@ -20,10 +20,12 @@ bootstrap over the runs (each run is a process of its own, an independent
 sample: stats.bootstrap with one repetition per round). A doubling ratio takes
 its interval from the same replicates as its two medians; the search share is
 the median of the runs' own shares. A missing column or a value that is not a
-number stops with a message naming the file and line (exit 2).
+number stops with a message naming the file and line (exit 2). The date and
+what made the runs come from sim_run.json beside the table (sim_sweep.py
+writes it); a table without one says so.
 """
 import argparse
-import datetime
+import json
 import math
 import os
 import sys
@@ -170,10 +172,40 @@ class SimResults:
             line.runs.setdefault(row["n"], []).append(row)
         self.lines = sorted(lines.values(), key=lambda line: line.sort_key)
         self.hosts = sorted({row["host"] for row in rows if row["host"]})
-        self.date = datetime.date.fromtimestamp(os.path.getmtime(path)).isoformat()
+        self.run = read_run(os.path.join(os.path.dirname(os.path.abspath(path)), "sim_run.json"))
+        # the day the runs started (not the file's time, which a copy changes)
+        self.date = str(self.run.get("date", ""))[:10] or "date not recorded"
 
     def subtitle(self):
         return f"{', '.join(self.hosts) or '?'}, {self.date}"
+
+    def provenance(self):
+        """What made the runs, one line; what sim_run.json does not say is named."""
+        if not self.run:
+            return "No sim_run.json beside the table: the commit, build and CPU are not recorded."
+        fields = [("commit", "commit"), ("tool", "nsearch"), ("cpu", "CPU"),
+                  ("threads", "threads"), ("load_average", "load average at the start")]
+        return "; ".join(f"{label} {self.run.get(key, 'not recorded')}"
+                         for key, label in fields) + "."
+
+
+def read_run(path):
+    """sim_run.json as a dict, {} when there is none; InputError when it is not
+    a JSON object."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        run = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f"{path}: not JSON ({e})") from None
+    if not isinstance(run, dict):
+        raise InputError(f"{path}: not a JSON object")
+    return run
 
 
 def num(x):
@@ -218,7 +250,8 @@ def summary(results, markdown=False):
            f"({'-'.join(map(str, (runs[0], runs[-1]) if len(runs) > 1 else runs))} per n, "
            "each a process of its own) with their 95 % intervals [low, high] by a bootstrap "
            "over the runs; a doubling ratio is fps(n)/fps(2n): 4 for O(n^2), 2 for O(n); "
-           "search share is search / (search + resolve + integrate) at the largest n.", ""]
+           "search share is search / (search + resolve + integrate) at the largest n.",
+           results.provenance(), ""]
     rows = [["line"] + [f"fps n={n:,}" for n in SUMMARY_N] + ["fps(n)/fps(2n)",
                                                               "search share"]]
     for line in results.lines:

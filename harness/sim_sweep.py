@@ -15,15 +15,21 @@ particle-frames (50 to 2,000). Its statistics are read from
 SIM.TSV gets one line per run: kernel, threads, skin, n, run, frames, fps,
 search_ms, resolve_ms, integrate_ms, contacts_per_frame, rebuilds, host. It
 is written through a temporary and renamed into place at the end, so an
-interrupted sweep leaves no partial table. Exit status: 0 done, 1 a run
-failed, 2 a usage error.
+interrupted sweep leaves no partial table. Beside it, sim_run.json says what
+made it: the UTC date it started, the commit, `nsearch --version` (version
+and code path), the CPU model, the threads, the host and the load average at
+the start (harness/sim_results.py puts them in the summary). Exit status: 0
+done, 1 a run failed, 2 a usage error.
 """
 import argparse
+import datetime
 import json
 import os
 import socket
 import subprocess
 import sys
+
+from sweep import cpu_identity, git_commit
 
 SIZES = [100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000,
          1000000]
@@ -91,12 +97,40 @@ def main():
         if k.removesuffix("+skin") not in table:
             p.error(f"unknown kernel '{k}' in --kernels")
     tmp = args.out + ".tmp"
+    run = provenance(args)
     try:
         sweep(args, table, kernels, tmp)
+        write_json(run_path(args.out), run)
         os.replace(tmp, args.out)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def run_path(tsv):
+    """The provenance file beside a table: sim_run.json in its folder."""
+    return os.path.join(os.path.dirname(os.path.abspath(tsv)), "sim_run.json")
+
+
+def provenance(args):
+    """What makes this sweep, taken as it starts."""
+    version = subprocess.run([args.tool, "--version"], capture_output=True, text=True)
+    try:
+        with open("/proc/loadavg") as f:
+            load = " ".join(f.read().split()[:3])
+    except OSError:
+        load = "unknown"
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "commit": git_commit(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+            "tool": version.stdout.strip() or "unknown", "cpu": cpu_identity(),
+            "threads": args.threads, "host": socket.gethostname(), "load_average": load}
+
+
+def write_json(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
 
 
 def sweep(args, table, kernels, tmp):

@@ -16,6 +16,11 @@ Two layouts load the same way:
 
 Only the iteration entries (`run_type: "iteration"`, one per repetition) are
 timings; Google Benchmark's aggregates (mean, median, stddev, ...) are ignored.
+In files without run_type (older Google Benchmark), an entry with an
+aggregate_name, or whose name ends in an aggregate's suffix (_mean, _median,
+_stddev, _cv, _min, _max), is an aggregate. A repetition that failed
+(error_occurred: refused, skipped, INVALID) is no timing: its message is the
+configuration's verdict and it is kept in Config.errors.
 A file that cannot be read, is not UTF-8 JSON, or has a field the loader reads of
 the wrong type raises FormatError, one line naming the file, the entry and the
 field.
@@ -42,6 +47,9 @@ OLD_REFERENCE = "naive"
 OLD_HEADLINE = "uniform"
 OLD_FEATURED = ["grid_sorted", "hash_parallel"]
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+# The suffixes Google Benchmark gives its aggregates' names (the statistics of
+# --benchmark_repetitions), what tells them apart in files without run_type.
+AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_min", "_max")
 
 
 class Config:
@@ -56,6 +64,7 @@ class Config:
                                 # per-repetition counters (build_ms, steal_ms, ...)
         self.parts = {}         # round -> the part (process) that measured it, or None
         self.verdict = None     # the check's label, or the error message
+        self.errors = []        # (round, error message) of each repetition that failed
 
     @property
     def key(self):
@@ -361,6 +370,18 @@ def real_time(where, entry):
     return ms * TO_MS[unit]
 
 
+def is_aggregate(where, entry, name):
+    """Whether an entry is one of Google Benchmark's aggregates, not a repetition:
+    its run_type says so where it has one; older files have none, so then an
+    aggregate_name or a name ending in an aggregate's suffix does."""
+    run_type = optional(where, entry, "run_type", str, "a string")
+    if run_type is not None:
+        return run_type == "aggregate"
+    if entry.get("aggregate_name") is not None:
+        return True
+    return name.rsplit("/", 1)[-1].endswith(AGGREGATE_SUFFIXES)
+
+
 def load(path):
     """Reads a result file (one process or the sweep's rounds) into a Run;
     FormatError when it cannot be read or a field the loader uses is malformed."""
@@ -391,7 +412,7 @@ def load(path):
         name = optional(where, b, "name", str, "a string", "")
         where += f" {json.dumps(name)}" if name else ""
         m = NAME.match(optional(where, b, "run_name", str, "a string") or name)
-        if not m or optional(where, b, "run_type", str, "a string") == "aggregate":
+        if not m or is_aggregate(where, b, name):
             continue
         key = (m["kernel"], m["workload"], int(m["n"]), int(m["threads"]))
         c = configs.get(key) or Config(*key)
@@ -402,6 +423,7 @@ def load(path):
                               f"({parts[key][rnd]} and {part})")
         if optional(where, b, "error_occurred", bool, "true or false"):
             c.verdict = optional(where, b, "error_message", str, "a string") or "error"
+            c.errors.append((rnd, c.verdict))
             continue
         label = optional(where, b, "label", str, "a string")
         # a failed check in any round outweighs the others' VALID

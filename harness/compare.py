@@ -28,10 +28,10 @@ a write error) leaves a previous comparison in DIR as it was.
 
 The two files must come from the same build (git_commit and compile_flags of
 their contexts) unless --allow-different-builds. Exit status: 0 after a
-comparison (whatever the verdicts), 2 on a usage error or different builds, 1
-when a file cannot be read (or is not a result file), the files share no
-configuration, or DIR cannot be written; each error is one line on standard
-error.
+comparison (whatever the verdicts), 2 on a usage error (the command line) or
+different builds, 1 when a file is missing, cannot be read or is not a result
+file (malformed: the entry and field named), the files share no configuration,
+or DIR cannot be written; each error is one line on standard error.
 """
 import argparse
 import os
@@ -50,10 +50,9 @@ except ImportError as e:  # numpy and scipy: Debian's python3-numpy and python3-
     sys.exit(1)
 
 BUILD_FIELDS = ("git_commit", "compile_flags")
-ONE_PROCESS_NOTE = ("* one round only: the interval covers the spread of the repetitions "
-                    "within one process, not the spread between processes, so it is too "
-                    "narrow to decide between two processes (or machines); measure several "
-                    f"rounds (the sweep's default is {stats.DEFAULT_ROUNDS}).")
+# What each run's header line gives besides machine, date, commit and rounds
+# (results.provenance: a field the processes differ in says so).
+DESCRIBE_FIELDS = ("compiler", "compile_flags", "isa_path", "load_average")
 
 
 class Row:
@@ -63,7 +62,10 @@ class Row:
         self.threads, self.a, self.b = threads, a, b
         self.kernel, self.workload, self.n = a.kernel, a.workload, a.n
         self.name = f"{self.kernel}/{self.workload}/n:{self.n}/threads:{threads}"
-        self.one_process = len(a.rounds) < 2 or len(b.rounds) < 2
+        # a side never timed (0 rounds: refused, skipped) leaves the row not timed,
+        # which is no interval at all, not one resting on one process
+        self.one_process = bool(a.rounds and b.rounds) and (
+            results.one_process(a) or results.one_process(b))
         self.est_a = self.est_b = self.ratio = None
         self.verdict = "not timed"
 
@@ -139,14 +141,18 @@ def kernel_means(rows, run):
 
 
 def describe(run):
+    """A run's header line: file, machine, date, commit, rounds x repetitions, then
+    the compiler, flags, code path and load its processes recorded."""
     rounds = sorted({len(c.rounds) for c in run.configs.values() if c.rounds})
     reps = sorted({len(x) for c in run.configs.values() for x in c.rounds})
     span = lambda v: "?" if not v else str(v[0]) if v[0] == v[-1] else f"{v[0]}-{v[-1]}"
     ctx = run.context
     commit = str(ctx.get("git_commit", "?"))[:12]
     modified = " (modified)" if ctx.get("git_modified") == "true" else ""
+    built = results.provenance(run, DESCRIBE_FIELDS)
     return (f"{run.path}: {run.machine_label()}; {run.date()}; commit {commit}{modified}; "
-            f"{span(rounds)} round{'s' if rounds != [1] else ''} x {span(reps)} repetitions")
+            f"{span(rounds)} round{'s' if rounds != [1] else ''} x {span(reps)} repetitions"
+            + (f"; {built}" if built else ""))
 
 
 def witness_report(a, b, band, replicates):
@@ -225,7 +231,7 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
     if ta != tb:
         out.append(f"The all-cores rows of parallel kernels ({ta} threads on A, {tb} on B) "
                    f"are paired as threads:all({ta}|{tb}).")
-    star = lambda one: "*" if one else ""
+    star = results.mark
     lines = [["configuration", "A ms [95 %]", "B ms [95 %]", "B/A [95 %]", "verdict"]]
     for r in rows:
         verdict = r.verdict + star(r.one_process)
@@ -240,7 +246,7 @@ def report(a, b, rows, means, only_a, only_b, band, replicates, build_notes):
     out.append("\n" + ", ".join(f"{v} {counts[v]}" for v in stats.VERDICTS if counts[v])
                + f" (of {len(rows)} configurations)")
     if any(r.one_process for r in rows):
-        out.append(ONE_PROCESS_NOTE)
+        out.append(results.ONE_PROCESS_NOTE)
 
     out += ["", "Per kernel: geometric mean of B/A over n"]
     lines = [["workload", "kernel", "threads", "n", "B/A [95 %]", "verdict"]]
@@ -373,9 +379,8 @@ def main(argv):
         p.error(f"--band {args.band:g} is not between 0 and 1")
     if args.replicates < 100:
         p.error("--replicates must be at least 100")
-    for path in (args.a, args.b):
-        if not os.path.isfile(path):
-            p.error(f"no such results file: {path}")
+    # a file that is missing or cannot be read is exit 1, like a malformed one
+    # (benchdata.load names it): only the command line is a usage error
     try:
         a, b = benchdata.load(args.a), benchdata.load(args.b)
     except (OSError, benchdata.FormatError) as e:

@@ -11,13 +11,17 @@ Times are Google Benchmark's real (manual) times in ms. Every figure is a
 median of the repetitions with a 95 % interval from a nested bootstrap over
 rounds (separate processes) and the repetitions inside them (stats.py);
 derived figures (speed-ups, multiples of a floor, doubling ratios,
-exponents) take their intervals from the same replicates. The summary also
-gives the machine's state through the run (the witness each process timed at
-its start, the memory probe timed after every repetition). The machine
-comparison is compare.py.
+exponents) take their intervals from the same replicates; so do bench.tsv's
+rates and phases (no column holds one repetition's figure). A figure resting on
+a configuration timed in fewer rounds than the run is marked * and the
+configuration listed. The provenance is every process's context: a field the
+processes differ in says so. The summary also gives the machine's state through
+the run (the witness each process timed at its start, the memory probe timed
+after every repetition). The machine comparison is compare.py.
 """
 import os
 import sys
+from collections import Counter
 
 import numpy as np
 
@@ -33,6 +37,31 @@ FIT_MIN_N = 1000
 BOUND = "bound"  # not a kernel: grid_sorted's binning plus its contact count, no output
 WRITE = "write"  # not a kernel: streaming the contacts' bytes to memory
 FLOORS = (BOUND, WRITE)
+
+# A figure whose interval rests on fewer processes than the others' carries this
+# mark and a note: in compare.py, a configuration timed in one round (its
+# interval covers one process); in the summary, one timed in fewer rounds than
+# the run. A configuration never timed (0 rounds) is not timed, not one round.
+ROUNDS_MARK = "*"
+ONE_PROCESS_NOTE = (f"{ROUNDS_MARK} one round only: the interval covers the spread of the "
+                    "repetitions within one process, not the spread between processes, so it "
+                    "is too narrow to decide between two processes (or machines); measure "
+                    f"several rounds (the sweep's default is {stats.DEFAULT_ROUNDS}).")
+
+
+def one_process(c):
+    """Whether c was timed in exactly one round (0 rounds: not timed)."""
+    return len(c.rounds) == 1
+
+
+def fewer_rounds(c, run):
+    """Whether c was timed, but in fewer rounds than the run measured."""
+    return 0 < len(c.rounds) < run.rounds
+
+
+def mark(flag):
+    """ROUNDS_MARK when flag, else ''."""
+    return ROUNDS_MARK if flag else ""
 
 
 class Figures:
@@ -58,6 +87,21 @@ class Figures:
         if not rounds or not any(len(r) for r in rounds):
             return None
         return stats.bootstrap(rounds, rng=stats.generator(c.name + "/" + name))
+
+    def mark(self, *configs):
+        """ROUNDS_MARK when a figure rests on a configuration timed in fewer rounds
+        than the run (None: none there)."""
+        return mark(any(c is not None and fewer_rounds(c, self.run) for c in configs))
+
+    def text(self, e, *configs, scale=1.0):
+        """stats.text of an Estimate, marked when it rests on one of configs timed in
+        fewer rounds than the run."""
+        return show(e, scale) + (self.mark(*configs) if e is not None else "")
+
+    def floor_configs(self, c, which):
+        """The configurations of floor_est(c, which)."""
+        key = (c.workload, c.n, c.threads)
+        return [self.config(k, *key) for k in ((BOUND,) if which == "bound" else FLOORS)]
 
     def floor_est(self, c, which):
         """The floor configurations at c's workload, n and threads."""
@@ -85,12 +129,16 @@ class Figures:
         top = min((x for x in tops if x >= FIT_MIN_N), default=0)
         return (FIT_MIN_N, top) if top > FIT_MIN_N else None
 
-    def exponent(self, kernel, threads, workload=None):
+    def fit_configs(self, kernel, threads, workload=None):
+        """The configurations the exponent of a line is fitted on ([] when none)."""
         workload = workload or self.run.headline_workload()
         rng = self.fit_range(workload)
         if not rng:
-            return None
-        s = [c for c in self.run.series(workload, kernel, threads) if rng[0] <= c.n <= rng[1]]
+            return []
+        return [c for c in self.run.series(workload, kernel, threads) if rng[0] <= c.n <= rng[1]]
+
+    def exponent(self, kernel, threads, workload=None):
+        s = self.fit_configs(kernel, threads, workload)
         if len({c.n for c in s}) < 2:
             return None
         return stats.slope([c.n for c in s], [self.est(c) for c in s])
@@ -242,8 +290,20 @@ def witness_lines(run, markdown):
 
 
 def peer_ratio(f, c, kernel, threads):
-    """c's time over kernel's at c's workload and n with `threads` threads."""
-    return f.over(c, f.est(f.config(kernel, c.workload, c.n, threads)))
+    """c's time over kernel's at c's workload and n with `threads` threads, as text
+    (marked when either was timed in fewer rounds than the run)."""
+    k = f.config(kernel, c.workload, c.n, threads)
+    return f.text(f.over(c, f.est(k)), c, k)
+
+
+def failed_text(c):
+    """How many of c's repetitions failed, and why: '2 of 9 repetitions failed
+    (round 3: skipped: ...)'."""
+    whys = {}
+    for rnd, why in c.errors:
+        whys.setdefault(why, set()).add(rnd)
+    return (f"{len(c.errors)} of {len(c.errors) + c.repetitions} repetitions failed ("
+            + "; ".join(f"{rounds_text(sorted(r))}: {why}" for why, r in whys.items()) + ")")
 
 
 def peer_lines(f, markdown):
@@ -276,18 +336,25 @@ def peer_lines(f, markdown):
             if not timed:
                 continue
             for c in {c.n: c for c in timed if c.n in (100000, max(x.n for x in timed))}.values():
-                row = [w, peer, threads, c.n, show(f.est(c))]
+                row = [w, peer, threads, c.n, f.text(f.est(c), c)]
                 for k in featured:
-                    row += [show(peer_ratio(f, c, k, threads)), show(peer_ratio(f, c, k, top))]
+                    row += [peer_ratio(f, c, k, threads), peer_ratio(f, c, k, top)]
                 rows.append(row)
     if len(rows) > 1:
         out.append(table(rows, markdown))
-    untimed = sorted((c.name, c.verdict) for c in run.configs.values()
-                     if run.is_peer(c.kernel) and c.verdict and not c.verdict.startswith("VALID"))
+    item = "- " if markdown else "  "
+    # not timed: no repetition timed at all; a configuration with some failed
+    # repetitions (skipped in one round) keeps its figures from the others
+    peers = [c for c in run.configs.values() if run.is_peer(c.kernel)]
+    untimed = sorted((c.name, c.verdict or "no repetitions") for c in peers if not c.rounds)
     if untimed:
         out.append("Not timed (refused by the library, or skipped: one search over the "
                    "per-search limit of nsearch-bench's --peer-limit):")
-        out += [f"{'- ' if markdown else '  '}{name}: {verdict}" for name, verdict in untimed]
+        out += [f"{item}{name}: {verdict}" for name, verdict in untimed]
+    partly = sorted((c.name, failed_text(c)) for c in peers if c.rounds and c.errors)
+    if partly:
+        out.append("Partly timed (the figures above rest on the repetitions that were timed):")
+        out += [f"{item}{name}: {failed}" for name, failed in partly]
     return out
 
 
@@ -303,8 +370,10 @@ def oneshot_lines(f, markdown):
         for c in sorted((c for c in run.configs.values()
                          if c.kernel == benchdata.ONESHOT and c.workload == w and c.rounds),
                         key=lambda c: (c.threads, c.n)):
-            reused = f.est(f.config(kernel, w, c.n, c.threads))
-            rows.append([w, c.threads, c.n, show(f.est(c)), show(reused), show(f.over(c, reused))])
+            rc = f.config(kernel, w, c.n, c.threads)
+            reused = f.est(rc)
+            rows.append([w, c.threads, c.n, f.text(f.est(c), c), f.text(reused, rc),
+                         f.text(f.over(c, reused), c, rc)])
     if len(rows) == 1:
         return []
     return [f"\n{'## ' if markdown else ''}One-shot search\n",
@@ -335,8 +404,8 @@ def workload_lines(f, markdown):
                 if not (e and eh and ch and cw):
                     continue
                 scale = max(1.0, cw / ch)
-                rows.append([k, w, c.n, show(e), show(eh), f"{cw / ch:.2f}",
-                             show(stats.derived(lambda x, y: x / (y * scale), e, eh))])
+                rows.append([k, w, c.n, f.text(e, c), f.text(eh, h), f"{cw / ch:.2f}",
+                             f.text(stats.derived(lambda x, y: x / (y * scale), e, eh), c, h)])
     if len(rows) == 1:
         return []
     return [f"\n{'## ' if markdown else ''}Workloads against {head}\n",
@@ -346,20 +415,123 @@ def workload_lines(f, markdown):
             "more per contact.", table(rows, markdown)]
 
 
-def provenance(ctx):
-    keys = ["cpu_model", "cpu_signature", "cores_online", "isa", "isa_path", "compiler",
-            "compile_flags", "build_type", "openmp", "benchmark_version", "kernel_release",
-            "git_commit", "git_modified", "OMP_PROC_BIND", "OMP_PLACES", "transparent_hugepages",
-            "cpu_governor"]
-    return "; ".join(f"{k} {ctx[k]}" for k in keys if k in ctx)
+PROVENANCE_KEYS = ("cpu_model", "cpu_signature", "cores_online", "isa", "isa_path", "compiler",
+                   "compile_flags", "build_type", "openmp", "benchmark_version",
+                   "kernel_release", "git_commit", "git_modified", "OMP_PROC_BIND", "OMP_PLACES",
+                   "OMP_WAIT_POLICY", "transparent_hugepages", "cpu_governor", "load_average")
+# Distinct values of a field shown when the processes differ; the rest are counted.
+PROVENANCE_SHOWN = 4
+
+
+def process_threads(ctx):
+    """A process's thread count from its context: OMP_NUM_THREADS (the sweep sets
+    it per process), else its part's name (rR-gGGG-tT); None when neither says."""
+    for text in (str(ctx.get("OMP_NUM_THREADS", "")), str(ctx.get("part", "")).rpartition("-t")[2]):
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+def processes(count):
+    return f"{count} process{'es' if count != 1 else ''}"
+
+
+def field_text(contexts, key):
+    """One field as the processes recorded it: its value where they all agree;
+    else its value per thread count where that accounts for the difference
+    (OMP_WAIT_POLICY: passive for 1 thread, active for more), else each value with
+    how many processes had it."""
+    values = [str(ctx.get(key, "not recorded")) for ctx in contexts]
+    counts = Counter(values)
+    if len(counts) == 1:
+        return f"{key} {values[0]}"
+    by_threads = {}
+    for ctx, v in zip(contexts, values):
+        by_threads.setdefault(process_threads(ctx), set()).add(v)
+    if None not in by_threads and all(len(v) == 1 for v in by_threads.values()):
+        n = Counter(process_threads(ctx) for ctx in contexts)
+        return f"{key} " + ", ".join(
+            f"{next(iter(v))} with {t} thread{'s' if t != 1 else ''} ({processes(n[t])})"
+            for t, v in sorted(by_threads.items()))
+    common = counts.most_common()
+    text = ", ".join(f"{v} ({processes(k)})" for v, k in common[:PROVENANCE_SHOWN])
+    if len(common) > PROVENANCE_SHOWN:
+        rest = common[PROVENANCE_SHOWN:]
+        text += f" and {len(rest)} other values ({processes(sum(k for _, k in rest))})"
+    return f"{key} differs between the {len(contexts)} processes: {text}"
+
+
+def load_text(contexts):
+    """The load average at the processes' start: where one or two processes
+    recorded it, their values; from WITNESS_MIN_PROCESSES on, the 1-minute load's
+    median over the processes with its interval (a bootstrap over the rounds and
+    the processes in them) and range."""
+    recorded = [ctx for ctx in contexts if "load_average" in ctx]
+    if len(recorded) < benchdata.WITNESS_MIN_PROCESSES:
+        return "load_average " + " / ".join(str(ctx["load_average"]) for ctx in recorded)
+    rounds = {}
+    for ctx in recorded:
+        try:
+            one_minute = float(str(ctx["load_average"]).split()[0])
+        except (ValueError, IndexError):  # 'not visible': no load to count
+            continue
+        rounds.setdefault(ctx.get("round", 1), []).append(one_minute)
+    values = [x for _, v in sorted(rounds.items()) for x in v]
+    if len(values) < benchdata.WITNESS_MIN_PROCESSES:
+        return field_text(recorded, "load_average")
+    e = stats.bootstrap([np.asarray(v) for _, v in sorted(rounds.items())],
+                        rng=stats.generator("load_average"))
+    return (f"load_average (1 min at each process's start: median over the "
+            f"{processes(len(values))} [95 % interval], range) {show(e)}, "
+            f"{min(values):.3g}-{max(values):.3g}")
+
+
+def provenance(run, keys=PROVENANCE_KEYS):
+    """The build and the machine as the run's processes recorded them in their
+    contexts (every process's, not the first's), field after field (field_text;
+    load_average by load_text); fields no process recorded are left out."""
+    contexts = run.contexts or [run.context]
+    out = []
+    for key in keys:
+        if not any(key in ctx for ctx in contexts):
+            continue
+        out.append(load_text(contexts) if key == "load_average" else field_text(contexts, key))
+    return "; ".join(out)
+
+
+def rounds_text(rounds):
+    """'round 2' or 'rounds 1, 3'."""
+    return f"round{'s' if len(rounds) > 1 else ''} {', '.join(map(str, rounds))}"
+
+
+def rounds_lines(f, markdown):
+    """The configurations timed in fewer rounds than the run, whose figures the
+    tables mark with ROUNDS_MARK: each with the rounds it was timed in, and how
+    many of its repetitions failed where some did."""
+    run = f.run
+    short = sorted((c for c in run.configs.values() if fewer_rounds(c, run)),
+                   key=lambda c: run.sort_key(c.key))
+    if not short:
+        return []
+    item = "- " if markdown else "  "
+    # the note does not start its line with the mark: Markdown would take it for a list
+    out = [f"\n{'## ' if markdown else ''}Timed in fewer rounds\n",
+           f"A figure marked {ROUNDS_MARK} rests on a configuration timed in fewer rounds "
+           f"than the run's {run.rounds} (below): its interval covers fewer processes; with "
+           "one round, only the spread of the repetitions within one process, too narrow to "
+           "decide between processes (or machines)."]
+    for c in short:
+        line = (f"{item}{c.name}: timed in {len(c.rounds)} of {run.rounds} "
+                f"({rounds_text(c.round_ids)})")
+        out.append(line + (f"; {failed_text(c)}" if c.errors else ""))
+    return out
 
 
 def summary(f, markdown=False):
     run = f.run
-    ctx = run.context
     fit = f.fit_range()
     out = ["# nsearch-bench summary\n" if markdown else "nsearch-bench summary",
-           f"Machine: {run.machine_label()}; date {run.date()}. {provenance(ctx)}.",
+           f"Machine: {run.machine_label()}; date {run.date()}. {provenance(run)}.",
            f"{run.rounds} round(s) (separate processes) of "
            f"{max((len(r) for c in run.configs.values() for r in c.rounds), default=0)} "
            "repetitions. Every figure is a median with its 95 % interval [low, high] from a "
@@ -392,25 +564,30 @@ def summary(f, markdown=False):
             if not all(v.startswith("VALID") for v in verdicts):  # e.g. refused at large n
                 verdict = "; ".join(sorted(verdicts))
             floor = f.floor_est(c, "floor") if kernel not in FLOORS else None
-            rows.append([kernel, threads, c.n, show(e), show(e, 1e6 / c.n if c.n else 1.0),
-                         show(k),
-                         show(f.speedup_vs_reference(c))
+            ref = f.config(run.reference_kernel(), c.workload, c.n, 1)
+            rows.append([kernel, threads, c.n, f.text(e, c),
+                         f.text(e, c, scale=1e6 / c.n if c.n else 1.0),
+                         f.text(k, *f.fit_configs(kernel, threads)),
+                         f.text(f.speedup_vs_reference(c), c, ref)
                          if kernel not in (run.reference_kernel(),) + FLOORS else "-",
-                         show(f.over(c, f.floor_est(c, "bound"))) if kernel not in FLOORS else "-",
-                         show(f.over(c, floor)), verdict])
+                         f.text(f.over(c, f.floor_est(c, "bound")), c,
+                                *f.floor_configs(c, "bound")) if kernel not in FLOORS else "-",
+                         f.text(f.over(c, floor), c, *f.floor_configs(c, "floor")), verdict])
         out.append(table(rows, markdown))
     out += workload_lines(f, markdown)
     out += oneshot_lines(f, markdown)
     out += peer_lines(f, markdown)
+    out += rounds_lines(f, markdown)
     state = witness_lines(run, markdown) + probe_lines(run, markdown)
     if state:
         out += [f"\n{'## ' if markdown else ''}Machine state\n"] + state
     quick = probe_quick(run)
     notes = {c.name: disturbed(c, quick.get(c.threads)) for c in run.configs.values()}
     notes = {k: v for k, v in notes.items() if v}
-    wide = sorted((c.name, f.est(c)) for c in run.configs.values() if f.est(c))
-    wide = [(name, e) for name, e in wide
-            if (e.interval()[2] - e.interval()[1]) > 0.10 * e.value]
+    wide = sorted((c.name, f.text(f.est(c), c), f.est(c))
+                  for c in run.configs.values() if f.est(c))
+    wide = [(name, e) for name, e, est in wide
+            if (est.interval()[2] - est.interval()[1]) > 0.10 * est.value]
     if notes or wide:
         out.append(f"\n{'## ' if markdown else ''}Disturbances\n")
     if notes:
@@ -422,28 +599,82 @@ def summary(f, markdown=False):
     if wide:
         out.append(f"{len(wide)} configurations have a 95 % interval wider than 10 % of "
                    "their median: compare them with care.")
-        out += [f"{'- ' if markdown else '  '}{name}: {show(e)}" for name, e in wide]
+        out += [f"{'- ' if markdown else '  '}{name}: {e}" for name, e in wide]
     return "\n".join(out) + "\n"
 
 
-FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "rounds", "repetitions", "median_ms",
-                "low_ms", "high_ms", "ns_per_particle", "contacts", "contacts_per_particle",
-                "contacts_per_s", "build_ms", "query_ms", "index_bytes",
-                "candidates_per_contact", "table_size", "nonempty_bucket_fraction",
-                "peak_rss_bytes", "steal_ms_max", "invol_csw_max", "mem_probe_ms_max", "verdict"]
+# bench.tsv. A figure of the repetitions (a time, a rate, a phase, the peak
+# memory) is their median followed by its 95 % interval's low and high, like
+# median_ms, low_ms, high_ms: no column holds one repetition's figure. A count
+# every repetition shares (SHARED) is one value; `varying` names any that
+# differed between the repetitions, its range and whose value the row shows.
+SHARED = ("contacts", "contacts_per_particle", "index_bytes", "candidates_per_contact",
+          "table_size", "nonempty_bucket_fraction")
+FLAT_COLUMNS = ["kernel", "workload", "n", "threads", "rounds", "repetitions",
+                "failed_repetitions", "median_ms", "low_ms", "high_ms",
+                "ns_per_particle", "ns_per_particle_low", "ns_per_particle_high",
+                "contacts", "contacts_per_particle",
+                "contacts_per_s", "contacts_per_s_low", "contacts_per_s_high",
+                "build_ms", "build_ms_low", "build_ms_high",
+                "query_ms", "query_ms_low", "query_ms_high",
+                "index_bytes", "candidates_per_contact", "table_size", "nonempty_bucket_fraction",
+                "peak_rss_bytes", "peak_rss_bytes_low", "peak_rss_bytes_high",
+                "steal_ms_max", "invol_csw_max", "mem_probe_ms_max", "varying", "verdict"]
+
+
+def shared_counter(c, name):
+    """A counter every repetition should share (contacts, index_bytes): (value,
+    note). The value where the timed repetitions agree, note ''; where they differ,
+    the first's in file order and a note with the range and the round it is from;
+    (None, '') when no repetition has it."""
+    found = [(rnd, b[name]) for rnd, b in c.entries if name in b]
+    if not found:
+        return None, ""
+    values = {float(v) for _, v in found}
+    if len(values) == 1:
+        return found[0][1], ""
+    rnd, first = found[0]
+    return first, (f"{name} {min(values):.6g}-{max(values):.6g} over {len(found)} repetitions "
+                   f"(shown: round {rnd}'s first, {float(first):.6g})")
+
+
+def interval_cells(e):
+    """value, low, high of an Estimate; three empty cells for None."""
+    return list(e.interval()) if e is not None else [None] * 3
+
+
+def flat_row(f, c):
+    """One configuration's cells, in FLAT_COLUMNS's order."""
+    e = f.est(c)
+    reported = lambda name: any(name in b for _, b in c.entries)
+    shared, varying = {}, []
+    for name in SHARED:
+        shared[name], note = shared_counter(c, name)
+        varying += [note] if note else []
+    # the rates come from the median time and its replicates, as the benchmark
+    # derives them from each repetition's time; a median of 0 ms has none
+    timed = e is not None and e.reps.min() > 0
+    contacts = shared["contacts"]
+    per_particle = (stats.derived(lambda t: t * 1e6 / c.n, e)
+                    if timed and c.n and reported("ns_per_particle") else None)
+    per_s = (stats.derived(lambda t: float(contacts) * 1e3 / t, e)
+             if timed and contacts is not None and reported("contacts_per_s") else None)
+    row = [c.kernel, c.workload, c.n, c.threads, len(c.rounds), c.repetitions, len(c.errors)]
+    row += interval_cells(e) + interval_cells(per_particle)
+    row += [contacts, shared["contacts_per_particle"]] + interval_cells(per_s)
+    for phase in ("build_ms", "query_ms"):
+        row += interval_cells(f.counter_est(c, phase))
+    row += [shared[k] for k in SHARED[2:]] + interval_cells(f.counter_est(c, "peak_rss_bytes"))
+    row += [max((float(b.get(k, 0) or 0) for _, b in c.entries), default=None)
+            for k in ("steal_ms", "invol_csw", "mem_probe_ms")]
+    return row + ["; ".join(varying), c.verdict or ""]
 
 
 def flatten(f):
+    """bench.tsv: a header of FLAT_COLUMNS, then one row per configuration."""
     lines = ["\t".join(FLAT_COLUMNS)]
     for key in sorted(f.run.configs, key=f.run.sort_key):
-        c = f.run.configs[key]
-        e = f.est(c)
-        v, lo, hi = e.interval() if e else (None, None, None)
-        row = [c.kernel, c.workload, c.n, c.threads, len(c.rounds), c.repetitions, v, lo, hi]
-        row += [c.counters.get(k) for k in FLAT_COLUMNS[9:-4]]
-        row += [max((float(b.get(k, 0) or 0) for _, b in c.entries), default=None)
-                for k in ("steal_ms", "invol_csw", "mem_probe_ms")]
-        row.append(c.verdict or "")
+        row = flat_row(f, f.run.configs[key])
         lines.append("\t".join("" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
                                for x in row))
     return "\n".join(lines) + "\n"

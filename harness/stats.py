@@ -169,7 +169,11 @@ def format_interval(est, low, high, digits=2):
     width = high - low
     if not all(map(math.isfinite, (est, low, high))) or width <= 0:
         return f"{est:.4g} [{low:.4g}, {high:.4g}]"
-    decimals = digits - 1 - math.floor(math.log10(width))
+    # the width's decimal exponent as Python's correctly rounded %e gives it (7
+    # significant digits): floor(log10(width)) lands a decade low when the
+    # subtraction leaves a width like 1e-4 a hair under a power of ten
+    # (0.3591 - 0.359 = 9.99999999999e-05), an extra digit in every figure
+    decimals = digits - 1 - int(f"{width:e}".split("e")[1])
     if decimals > 0:
         return f"{est:.{decimals}f} [{low:.{decimals}f}, {high:.{decimals}f}]"
     return "%.0f [%.0f, %.0f]" % tuple(round(x, decimals) for x in (est, low, high))

@@ -45,7 +45,10 @@ import time
 # The defaults (README, "The two commands"): stats.DEFAULT_ROUNDS independent
 # rounds of stats.DEFAULT_REPETITIONS repetitions, the design the statistics
 # are tested at.
-from benchdata import NAME  # noqa: E402  (kernel/workload/n:N/threads:T)
+import numpy as np  # noqa: E402
+
+import stats  # noqa: E402
+from benchdata import NAME, TO_MS  # noqa: E402  (kernel/workload/n:N/threads:T; time units)
 from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 # Seconds each repetition runs at least: 0.2 s holds many iterations of a fast
 # search and one of a slow one (Google Benchmark's own default, 0.5 s, would
@@ -291,21 +294,33 @@ def run_unit(a, dir_, unit):
 
 
 def part_medians(path):
-    """name -> (median ms or the error) of one part, for the progress lines."""
+    """name -> the median of one part's repetitions in ms with its 95 % interval
+    (stats.bootstrap over this one process's repetitions), or the error when none
+    was timed, for the progress lines."""
     with open(path) as f:
         data = json.load(f)
     times, errors = {}, {}
     for b in data.get("benchmarks", []):
         name = b.get("run_name", b["name"]).removesuffix("/manual_time")
         if b.get("error_occurred"):
-            errors[name] = b.get("error_message", "error")
+            errors.setdefault(name, []).append(b.get("error_message", "error"))
         elif b.get("run_type") == "iteration":
-            times.setdefault(name, []).append(b["real_time"])
+            unit = b.get("time_unit", "ms")  # as benchdata reads it
+            if unit not in TO_MS:
+                errors.setdefault(name, []).append(f"time_unit {unit!r} unknown")
+                continue
+            times.setdefault(name, []).append(b["real_time"] * TO_MS[unit])
     out = {}
     for name, ts in times.items():
-        ts = sorted(ts)
-        out[name] = f"{ts[len(ts) // 2]:.3f} ms"
-    out.update(errors)
+        # the value is np.median (of an even count, the mean of the middle two)
+        e = stats.bootstrap([np.asarray(ts)], rng=stats.generator(name))
+        out[name] = f"{stats.text(e)} ms"
+    for name, whys in errors.items():
+        if name in out:  # some repetitions timed: their median, and what the others met
+            n = len(whys) + len(times[name])
+            out[name] += f" ({len(whys)} of {n} repetitions failed: {whys[0]})"
+        else:
+            out[name] = whys[0]
     return out
 
 

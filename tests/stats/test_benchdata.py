@@ -3,7 +3,8 @@
 without them (tests/plots/*.json).
 
     test_benchdata.py [Loader | Tables | Peers | OneShot | MemoryProbe
-                       | WorkloadsAgainstHeadline | Malformed]
+                       | WorkloadsAgainstHeadline | Flatten | Provenance | Aggregates
+                       | FewerRounds | Malformed]
 """
 import json
 import os
@@ -229,6 +230,28 @@ class Peers(unittest.TestCase):
         self.assertIn(f"- libx/dambreak/n:10000/threads:1: {self.skipped}", text)
         self.assertNotIn("| dambreak | libx", text)
 
+    def test_partly_timed(self):
+        """A peer skipped in one round but timed in the others is not 'not timed':
+        its figures stand, and it is listed as partly timed with how many of its
+        repetitions failed."""
+        import results
+        with open(self.path) as f:
+            data = json.load(f)
+        for b in data["benchmarks"]:
+            if b["name"].startswith("libx/uniform/n:100000/threads:1/") and b["round"] == 2:
+                b.update(error_occurred=True, error_message=self.skipped)
+        f = results.Figures(helpers.temp_fixture(self, data))
+        text = "\n".join(results.peer_lines(f, markdown=True))
+        untimed = text.split("Not timed")[1].split("Partly timed")[0]
+        self.assertIn("- libx/dambreak/n:10000/threads:1:", untimed)
+        self.assertNotIn("libx/uniform", untimed)
+        self.assertIn("Partly timed (the figures above rest on the repetitions that were "
+                      "timed):\n- libx/uniform/n:100000/threads:1: 3 of 9 repetitions failed "
+                      f"(round 2: {self.skipped})", text)
+        # timed in 2 of the 3 rounds: its figures marked as resting on fewer processes
+        c = f.config("libx", "uniform", 100000, 1)
+        self.assertIn(f"| uniform | libx | 1 | 100000 | {stats.text(f.est(c))}* |", text)
+
 
 class OneShot(unittest.TestCase):
     """oneshot (the bound kernel through ns_find_contacts, fresh memory each
@@ -399,6 +422,238 @@ class WorkloadsAgainstHeadline(unittest.TestCase):
         for c in [c for c in f.run.configs.values() if c.workload == "uniform"]:
             c.rounds = []
         self.assertEqual(results.workload_lines(f, markdown=False), [])
+
+
+def with_counters(data):
+    """data's iteration entries given nsearch-bench's per-repetition counters, each
+    from its own repetition's time (as the benchmark derives them): ns_per_particle,
+    contacts_per_s, build_ms (a tenth of the time), query_ms (the rest),
+    peak_rss_bytes (growing through the file), and the counts every repetition
+    shares: index_bytes, contacts_per_particle."""
+    rss = 1e8
+    for b in data["benchmarks"]:
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        m = benchdata.NAME.match(b["run_name"])
+        n, t = int(m["n"]), b["real_time"]
+        rss += 4096
+        b.update(ns_per_particle=t * 1e6 / n, contacts_per_s=b["contacts"] * 1e3 / t,
+                 build_ms=0.1 * t, query_ms=0.9 * t, peak_rss_bytes=rss,
+                 index_bytes=40 * n, contacts_per_particle=2 * b["contacts"] / n)
+    return data
+
+
+class Flatten(unittest.TestCase):
+    """bench.tsv (results.py flatten): every figure of the repetitions (time, rates,
+    phases, peak memory) is their median with its interval from the bootstrap, never
+    the first repetition's; the rates follow from the median time; the counts every
+    repetition shares are one value, and one that differs between them is named."""
+
+    def setUp(self):
+        self.data = with_counters(helpers.load_fixture("aa_a.json"))
+
+    def rows(self, data):
+        import results
+        f = results.Figures(helpers.temp_fixture(self, data))
+        text = results.flatten(f)
+        header, *lines = [line.split("\t") for line in text.splitlines()]
+        self.assertEqual(header, results.FLAT_COLUMNS)
+        self.assertTrue(all(len(line) == len(header) for line in lines))
+        return f, {tuple(r[:4]): dict(zip(header, r)) for r in lines}
+
+    def test_figures_are_medians(self):
+        f, rows = self.rows(self.data)
+        g = lambda x: float(f"{x:.6g}")
+        checked = 0
+        for c in f.run.configs.values():
+            row = rows[(c.kernel, c.workload, str(c.n), str(c.threads))]
+            v, low, high = f.est(c).interval()
+            self.assertEqual([float(row[k]) for k in ("median_ms", "low_ms", "high_ms")],
+                             [g(v), g(low), g(high)])
+            # the median time's, not the first repetition's (the old bench.tsv's)
+            self.assertEqual(float(row["ns_per_particle"]), g(v * 1e6 / c.n), c.name)
+            self.assertEqual([float(row["ns_per_particle" + s]) for s in ("_low", "_high")],
+                             [g(x * 1e6 / c.n) for x in (low, high)], c.name)
+            rate = c.counters["contacts"] * 1e3
+            self.assertEqual(float(row["contacts_per_s"]), g(rate / v), c.name)
+            self.assertEqual([float(row["contacts_per_s" + s]) for s in ("", "_low", "_high")],
+                             [g(rate / x) for x in (v, high, low)], c.name)
+            for counter in ("build_ms", "query_ms", "peak_rss_bytes"):
+                e = f.counter_est(c, counter)
+                self.assertEqual([float(row[counter + s]) for s in ("", "_low", "_high")],
+                                 [g(x) for x in e.interval()], (c.name, counter))
+                self.assertLessEqual(float(row[counter + "_low"]), float(row[counter]))
+                self.assertLessEqual(float(row[counter]), float(row[counter + "_high"]))
+            self.assertEqual(float(row["index_bytes"]), 40 * c.n)
+            self.assertEqual(row["varying"], "")
+            self.assertEqual(row["failed_repetitions"], "0")
+            checked += 1
+        self.assertEqual(checked, 17)
+
+    def test_reference_row(self):
+        """The reviewer's row of results/reference/bench.json: grid_sorted, uniform,
+        100,000, 1 thread, 13.54 ms [12.33, 16.53]; its first repetition took 17.53 ms
+        (175.3 ns per particle), which the old table showed as ns_per_particle."""
+        import results
+        path = os.path.join(helpers.ROOT, "results", "reference", "bench.json")
+        if not os.path.isfile(path):
+            self.skipTest("no results/reference/bench.json")
+        f = results.Figures(path)
+        row = dict(zip(results.FLAT_COLUMNS, results.flat_row(
+            f, f.config("grid_sorted", "uniform", 100000, 1))))
+        self.assertAlmostEqual(row["median_ms"], 13.5424, places=3)
+        self.assertAlmostEqual(row["ns_per_particle"], 135.424, places=2)
+        self.assertAlmostEqual(row["ns_per_particle_low"], row["low_ms"] * 10, places=6)
+        self.assertAlmostEqual(row["ns_per_particle_high"], row["high_ms"] * 10, places=6)
+        self.assertAlmostEqual(row["contacts_per_s"], row["contacts"] * 1e3 / row["median_ms"])
+
+    def test_shared_count_that_varies(self):
+        c0 = next(b for b in self.data["benchmarks"]
+                  if b["name"].startswith("grid_sorted/uniform/n:10000/threads:2/")
+                  and b.get("run_type") == "iteration" and b["round"] == 2)
+        c0["index_bytes"] = 123
+        _, rows = self.rows(self.data)
+        row = rows[("grid_sorted", "uniform", "10000", "2")]
+        self.assertEqual(row["index_bytes"], str(40 * 10000))  # the first repetition's
+        self.assertEqual(row["varying"], "index_bytes 123-400000 over 9 repetitions "
+                                         "(shown: round 1's first, 400000)")
+
+    def test_failed_repetitions(self):
+        for b in self.data["benchmarks"]:
+            if b["name"].startswith("grid_sorted/uniform/n:10000/threads:2/") and b["round"] == 3:
+                b.update(error_occurred=True, error_message="refused: out of memory")
+        _, rows = self.rows(self.data)
+        row = rows[("grid_sorted", "uniform", "10000", "2")]
+        self.assertEqual([row["rounds"], row["repetitions"], row["failed_repetitions"]],
+                         ["2", "6", "3"])  # the round's aggregate is none
+
+
+class Provenance(unittest.TestCase):
+    """The summary's provenance (and compare.py's header) from every process's
+    context, not the first's: OMP_WAIT_POLICY per thread count, load_average as
+    the median over the processes with its interval, and a field the processes
+    differ in named with each value and how many processes had it."""
+
+    def setUp(self):
+        data = helpers.load_fixture("aa_a.json")
+        for k, ctx in enumerate(data["contexts"]):
+            one = ctx["part"].endswith("-t1")
+            ctx["OMP_WAIT_POLICY"] = "passive" if one else "active"
+            ctx["load_average"] = f"{1 + 0.1 * k:.2f} 1.00 1.00"
+            ctx["isa_path"] = "avx2" if k == 4 else "avx512"
+        data["context"].update(OMP_WAIT_POLICY="passive", load_average="1.00 1.00 1.00",
+                               isa_path="avx512")
+        self.data = data
+        self.path = helpers.temp_fixture(self, data)
+
+    def test_every_process(self):
+        import results
+        run = benchdata.load(self.path)
+        text = results.provenance(run)
+        threads = [ctx["part"].rpartition("-t")[2] for ctx in run.contexts]
+        one, two = threads.count("1"), threads.count("2")
+        self.assertIn(f"OMP_WAIT_POLICY passive with 1 thread ({one} processes), active with "
+                      f"2 threads ({two} processes)", text)
+        self.assertIn(f"isa_path differs between the {len(run.contexts)} processes: avx512 "
+                      f"({len(run.contexts) - 1} processes), avx2 (1 process)", text)
+        rounds = {}
+        for ctx in run.contexts:
+            rounds.setdefault(ctx["round"], []).append(float(ctx["load_average"].split()[0]))
+        e = stats.bootstrap([np.asarray(v) for _, v in sorted(rounds.items())],
+                            rng=stats.generator("load_average"))
+        loads = [x for v in rounds.values() for x in v]
+        self.assertIn(f"load_average (1 min at each process's start: median over the "
+                      f"{len(loads)} processes [95 % interval], range) {stats.text(e)}, "
+                      f"{min(loads):.3g}-{max(loads):.3g}", text)
+        self.assertIn("compiler GNU 12.2.0", text)
+        summary = results.summary(results.Figures(self.path))
+        self.assertIn(text, summary.splitlines()[1])
+
+    def test_one_process(self):
+        """A file of one process: its values as recorded."""
+        import results
+        ctx = dict(self.data["context"])
+        text = results.provenance(benchdata.Run("x", ctx, [ctx], {}))
+        self.assertIn("; OMP_WAIT_POLICY passive; ", text)
+        self.assertIn("load_average 1.00 1.00 1.00", text)
+
+
+class Aggregates(unittest.TestCase):
+    """Google Benchmark's aggregates are no repetitions, in files without run_type
+    (older Google Benchmark) too: known by aggregate_name or by their names'
+    suffixes (_mean, _median, _stddev, _cv, _min, _max)."""
+
+    def counts(self, data):
+        run = benchdata.load(helpers.temp_fixture(self, data))
+        return {k: [list(r) for r in c.rounds] for k, c in run.configs.items()}
+
+    def test_without_run_type(self):
+        data = helpers.load_fixture("aa_a.json")
+        want = self.counts(data)
+        self.assertTrue(all(len(r) == stats.DEFAULT_REPETITIONS
+                            for rounds in want.values() for r in rounds))
+        for b in data["benchmarks"]:
+            del b["run_type"]
+        self.assertEqual(self.counts(data), want)
+        # nor an aggregate_name: the name's suffix tells
+        extra = []
+        for b in data["benchmarks"]:
+            b.pop("aggregate_name", None)
+            if b["name"].endswith("_median"):
+                base = b["name"][:-len("_median")]
+                extra += [dict(b, name=base + s, real_time=1e6)
+                          for s in ("_mean", "_stddev", "_cv", "_min", "_max")]
+        data["benchmarks"] += extra
+        self.assertEqual(self.counts(data), want)
+
+    def test_run_type_decides(self):
+        """An entry that says it is an iteration is one, whatever its name."""
+        entry = {"name": "naive/uniform/n:100/threads:1_mean", "run_type": "iteration",
+                 "real_time": 2.0, "time_unit": "ms"}
+        data = {"benchmarks": [entry, dict(entry, run_type="aggregate")]}
+        self.assertEqual(self.counts(data), {("naive", "uniform", 100, 1): [[2.0]]})
+
+
+class FewerRounds(unittest.TestCase):
+    """A configuration timed in fewer rounds than the run (its other rounds failed):
+    the summary marks every figure resting on it and lists it with the rounds it
+    was timed in and the repetitions that failed."""
+
+    NAME = "grid_sorted/uniform/n:100000/threads:2"
+
+    def setUp(self):
+        data = helpers.load_fixture("aa_a.json")
+        for b in data["benchmarks"]:
+            if b["name"].startswith(self.NAME + "/") and b["round"] > 1:
+                b.update(error_occurred=True, error_message="refused: out of memory")
+        self.path = helpers.temp_fixture(self, data)
+
+    def test_marked_and_listed(self):
+        import results
+        f = results.Figures(self.path)
+        c = f.config("grid_sorted", "uniform", 100000, 2)
+        self.assertTrue(results.fewer_rounds(c, f.run) and results.one_process(c))
+        text = results.summary(f, markdown=True)
+        row = next(r for r in text.splitlines() if r.startswith("| grid_sorted | 2 |"))
+        cells = [x.strip() for x in row.strip("|").split("|")]
+        e = f.est(c)
+        self.assertEqual(cells[3], stats.text(e) + "*")
+        self.assertEqual(cells[4], stats.text(e, 1e6 / c.n) + "*")
+        self.assertTrue(cells[5].endswith("*"), cells)  # the exponent rests on it too
+        self.assertIn("## Timed in fewer rounds", text)
+        self.assertIn("A figure marked * rests on a configuration timed in fewer rounds "
+                      "than the run's 3", text)
+        self.assertIn(f"- {self.NAME}: timed in 1 of 3 (round 1); 6 of 9 repetitions "
+                      "failed (rounds 2, 3: refused: out of memory)", text)
+        # the configurations timed in every round are not marked
+        row = next(r for r in text.splitlines() if r.startswith("| grid_sorted | 1 |"))
+        self.assertNotIn("*", row)
+
+    def test_nothing_when_every_round_timed(self):
+        import results
+        text = results.summary(results.Figures(helpers.fixture("aa_a.json")))
+        self.assertNotIn("fewer rounds", text)
+        self.assertNotIn("*", text)
 
 
 class Malformed(unittest.TestCase):

@@ -118,6 +118,19 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(stats.format_interval(2.0, 1.5, 2.5), "2.0 [1.5, 2.5]")
         self.assertEqual(stats.format_interval(5.0, 5.0, 5.0), "5 [5, 5]")
 
+    def test_format_interval_width_a_hair_under(self):
+        """A width that is a power of ten but for the subtraction's rounding
+        (0.3591 - 0.359 = 9.99999999999e-05) takes the decimals of that power: two
+        significant digits of the width, not three."""
+        self.assertEqual(stats.format_interval(0.359, 0.359, 0.3591),
+                         "0.35900 [0.35900, 0.35910]")
+        self.assertEqual(stats.format_interval(1.2, 1.1, 1.2), "1.20 [1.10, 1.20]")
+        self.assertEqual(stats.format_interval(0.7, 0.3, 1.0), "0.70 [0.30, 1.00]")
+        self.assertEqual(stats.format_interval(10.0, 9.9, 10.0), "10.00 [9.90, 10.00]")
+        # a width truly below the power keeps its extra digit
+        self.assertEqual(stats.format_interval(0.359, 0.359, 0.35909),
+                         "0.359000 [0.359000, 0.359090]")
+
     def test_derived_and_geometric_mean(self):
         rng = np.random.default_rng(5)
         slow = stats.bootstrap(synthetic_rounds(rng, 8.0, 0.02, 0.02), rng="slow")

@@ -2,8 +2,8 @@
 """harness/compare.py on the synthetic pairs of tests/stats/ and on today's files
 (tests/plots/a.json, b.json); plots/compare.gp on its data.
 
-    test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat | Usage
-                     | Malformed | KeepsPrevious | Plot]
+    test_compare.py [AA | TwoX | Witness | MemoryProbe | Builds | Unshared | OldFormat
+                     | NotTimed | Describe | Usage | Malformed | KeepsPrevious | Plot]
 """
 import json
 import os
@@ -223,20 +223,106 @@ class OldFormat(Case):
             self.assertIn("one_process = 1", f.read())
 
 
+class NotTimed(Case):
+    """A configuration one side never timed (refused in every round, 0 rounds) is
+    'not timed', not 'one round': no mark, one_process 0, no one-round note; one
+    timed in a single round is marked, with the note the summary shares."""
+
+    def refused(self, source, name, rounds):
+        """source with name's repetitions in `rounds` refused (error entries)."""
+        with open(source) as f:
+            data = json.load(f)
+        for b in data["benchmarks"]:
+            if b["name"].startswith(name + "/") and b["round"] in rounds:
+                b.update(error_occurred=True, error_message="refused: out of memory")
+        path = os.path.join(self.tmp, f"refused-{len(rounds)}.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def test_zero_rounds(self):
+        name = "grid_sorted/uniform/n:100000/threads:2"
+        b = self.refused(helpers.fixture("aa_b.json"), name, {1, 2, 3})
+        self.compare(helpers.fixture("aa_a.json"), b)
+        row = next(r for r in self.rows() if r["configuration"] == name)
+        self.assertEqual([row["verdict"], row["one_process"], row["b_rounds"]],
+                         ["not timed", "0", "0"])
+        self.assertTrue(all(r["one_process"] == "0" for r in self.rows()))
+        line = next(x for x in self.text().splitlines() if x.startswith(name + " "))
+        self.assertTrue(line.endswith("not timed (B: refused: out of memory)"), line)
+        self.assertNotIn("one round only", self.text())
+        with open(os.path.join(self.out, "data", "meta.gp")) as f:
+            self.assertIn("one_process = 0", f.read())
+
+    def test_one_round(self):
+        import results
+        name = "grid_sorted/uniform/n:100000/threads:2"
+        b = self.refused(helpers.fixture("aa_b.json"), name, {2, 3})
+        self.compare(helpers.fixture("aa_a.json"), b)
+        row = next(r for r in self.rows() if r["configuration"] == name)
+        self.assertEqual([row["one_process"], row["b_rounds"]], ["1", "1"])
+        line = next(x for x in self.text().splitlines() if x.startswith(name + " "))
+        self.assertTrue(line.endswith(results.ROUNDS_MARK), line)
+        self.assertIn(results.ONE_PROCESS_NOTE, self.text())
+
+
+class Describe(Case):
+    """Each run's header line gives, besides machine, date, commit and rounds, the
+    compiler, flags, code path and load its processes recorded (results.provenance:
+    a field they differ in says so)."""
+
+    def test_build_and_load(self):
+        import results
+        import benchdata
+        with open(helpers.fixture("aa_b.json")) as f:
+            data = json.load(f)
+        for k, ctx in enumerate(data["contexts"]):
+            ctx.update(isa_path="avx512 (paths of this build: avx512 avx2 generic)",
+                       load_average=f"{0.5 + 0.05 * k:.2f} 0.4 0.3")
+        b = os.path.join(self.tmp, "b.json")
+        with open(b, "w") as f:
+            json.dump(data, f)
+        self.compare(helpers.fixture("aa_a.json"), b)
+        header = self.text().splitlines()[2]
+        self.assertTrue(header.startswith(f"B: {b}: Synthetic CPU A"), header)
+        self.assertIn("; compiler GNU 12.2.0; compile_flags -ffp-contract=off -fno-math-errno "
+                      "-march=native; isa_path avx512 (paths of this build: avx512 avx2 "
+                      "generic); load_average (1 min at each process's start: median over the "
+                      f"{len(data['contexts'])} processes [95 % interval], range) ", header)
+        self.assertTrue(header.endswith(results.provenance(benchdata.load(b), (
+            "load_average",))), header)
+        a = self.text().splitlines()[1]
+        self.assertIn("; compiler GNU 12.2.0; compile_flags ", a)
+        self.assertNotIn("load_average", a)  # A's processes did not record one
+
+
 class Usage(Case):
-    """Usage errors exit 2; an unreadable file exits 1."""
+    """Usage errors exit 2; a missing, unreadable or malformed file exits 1."""
 
     def test_usage(self):
         a = helpers.fixture("aa_a.json")
         self.assertEqual(helpers.run_compare(a, "--out", self.out).returncode, 2)
         self.assertEqual(helpers.run_compare(a, a).returncode, 2)  # no --out
-        self.compare(a, os.path.join(self.tmp, "missing.json"), status=2)
         self.compare(a, a, "--band", "1.5", status=2)
         bad = os.path.join(self.tmp, "bad.json")
         with open(bad, "w") as f:
             f.write("{not json")
         p = self.compare(a, bad, status=1)
         self.assertIn("not JSON", p.stderr)
+
+    def test_cannot_read(self):
+        """A file that is missing or cannot be read (a folder) is exit 1, as the
+        docstring and README say, not a usage error: one line naming it, nothing
+        written."""
+        a = helpers.fixture("aa_a.json")
+        for path in (os.path.join(self.tmp, "missing.json"), self.tmp):
+            for args in ((a, path), (path, a)):
+                with self.subTest(path=path, side=args.index(path)):
+                    p = self.compare(*args, status=1)
+                    self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                    self.assertTrue(p.stderr.startswith(f"compare.py: {path}: cannot read: "),
+                                    p.stderr)
+                    self.assertFalse(os.path.exists(self.out))
 
 
 class Malformed(Case):

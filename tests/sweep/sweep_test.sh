@@ -5,6 +5,7 @@
 #   process per (workload, n, threads), parts and contexts tagged, 1-thread
 #   processes apart from the all-core ones; the naive reference of a (workload, n)
 #   found by one process and read by the others, its folder gone after the merge;
+#   each progress line gives the process's median in ms with its interval;
 # resume: an interrupted run continues where it stopped and measures nothing twice;
 # resume_refused: a run made on another CPU model, at another commit or with other
 #   options is not continued (exit 2, the field named); an option nsearch-bench
@@ -96,6 +97,10 @@ case_rounds() {
     [ "$found" -eq 3 ] || fail "$found naive references computed, expected 3 (one per workload and n)"
     [ "$read" -eq 15 ] || fail "$read naive references read, expected 15"
     [ ! -e "$dir/reference" ] || fail "the reference folder outlived the run"
+    # each progress line: the process's median in ms with its 95 % interval
+    local figure='\.\.\. [0-9.e+-]+ \[[0-9.e+-]+, [0-9.e+-]+\] ms \(elapsed' bare
+    bare=$(grep '^\[' "$SCRATCH/log" | grep -Ev "$figure")
+    [ -z "$bare" ] || fail "progress lines without a median [low, high] in ms, e.g. ${bare%%$'\n'*}"
 }
 
 case_resume() {

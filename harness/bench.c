@@ -60,6 +60,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <math.h>
 #include <sched.h>
 #include <omp.h>
 #include <signal.h>
@@ -69,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -118,12 +120,15 @@ typedef struct config {
     size_t n;
     int threads;
     char name[160];
-    int checked;       /* 0: not yet; 1: VALID; -1: INVALID or refused */
-    char verdict[600]; /* the label, or the reason it was skipped */
+    int checked;        /* 0: not yet; 1: VALID; -1: INVALID, refused or failed */
+    bool timed_checked; /* a timed iteration's contacts checked too (see run_search) */
+    char verdict[600];  /* the label, or the reason it was skipped */
 } config;
 
 static bool any_invalid = false;
-static size_t n_valid = 0, n_invalid = 0, n_refused = 0, n_skipped = 0;
+/* Each configuration ends in one of VALID, refused, INVALID or failed (an
+ * error that is neither a difference nor a documented refusal). */
+static size_t n_valid = 0, n_invalid = 0, n_refused = 0, n_failed = 0, n_skipped = 0;
 
 /* A peer whose first (untimed) search takes longer than this is not timed
  * at that size: its repetitions over the rounds would take many minutes. */
@@ -322,8 +327,10 @@ static void checked_reference(const ns_particles *p, ns_error *err)
     if (s != NS_OK) {
         cache.reference_status = s;
     } else if (k != SIZE_MAX) {
-        describe_difference(err->message, sizeof err->message, first->name, &cache.reference,
-                            other->name, &second, k);
+        char what[1024]; /* the whole description, then as much as the message holds */
+        describe_difference(what, sizeof what, first->name, &cache.reference, other->name, &second,
+                            k);
+        snprintf(err->message, sizeof err->message, "%.*s", (int)sizeof err->message - 1, what);
         cache.reference_status = NS_ERR_INVALID_INPUT; /* the reference is in doubt */
         any_invalid = true;
     } else {
@@ -370,11 +377,14 @@ static void prepare(const char *w, size_t n)
     } else {
         checked_reference(&p, &err);
     }
-    if (cache.reference_status != NS_OK)
+    if (cache.reference_status != NS_OK) {
         snprintf(cache.reference_error, sizeof cache.reference_error, "reference %s failed: %s",
                  cache.reference_name, err.message);
-    fprintf(stderr, " %zu contacts by %s (%.1f s)\n", cache.reference.count, cache.reference_name,
-            now() - t0);
+        fprintf(stderr, " failed: %s (%.1f s)\n", err.message, now() - t0);
+    } else {
+        fprintf(stderr, " %zu contacts by %s (%.1f s)\n", cache.reference.count,
+                cache.reference_name, now() - t0);
+    }
 }
 
 static size_t peak_rss_bytes(void)
@@ -484,16 +494,30 @@ static void set_disturbance_counters(nsb_state *st, const disturbance *before,
     nsb_set_counter(st, "vol_csw", (double)(after->voluntary - before->voluntary), NSB_PLAIN);
 }
 
-/* A configuration that cannot be timed: refused (documented in docs/design.md) or
- * wrong. Its later repetitions are skipped with the same message. */
-static void fail_config(nsb_state *st, config *c, bool refusal)
+/* How a configuration that cannot be timed ended. */
+typedef enum failure { REFUSED, INVALID, FAILED } failure;
+
+/* A configuration that cannot be timed: refused (documented in
+ * docs/design.md), wrong (INVALID) or failed with another error. Its later
+ * repetitions are skipped with the same message; one that was VALID until
+ * then counts only as what ended it. */
+static void fail_config(nsb_state *st, config *c, failure why)
 {
-    if (refusal)
+    if (c->checked == 1)
+        n_valid--;
+    if (why == REFUSED)
         n_refused++;
-    else
+    else if (why == INVALID)
         any_invalid = true, n_invalid++;
+    else
+        n_failed++;
     c->checked = -1;
     nsb_skip_with_error(st, c->verdict);
+}
+
+static failure failure_of(ns_status s)
+{
+    return is_refusal(s) ? REFUSED : FAILED;
 }
 
 /* write: out[k] = pattern[k mod WRITE_PATTERN] for every k, plain stores with
@@ -518,7 +542,7 @@ static void run_write(nsb_state *st, config *c)
         snprintf(c->verdict, sizeof c->verdict,
                  "refused: no memory for %zu contacts (%zu bytes) (out of memory)", count,
                  count * sizeof *out);
-        fail_config(st, c, true);
+        fail_config(st, c, REFUSED);
         return;
     }
     /* a first, untimed write: touches every page with the threads that will
@@ -531,7 +555,7 @@ static void run_write(nsb_state *st, config *c)
         if (k != count) {
             snprintf(c->verdict, sizeof c->verdict,
                      "INVALID: write of %zu contacts differs at contact %zu", count, k);
-            fail_config(st, c, false);
+            fail_config(st, c, INVALID);
             free(out);
             return;
         }
@@ -643,6 +667,30 @@ static const char *config_search_name(const config *c)
     }
 }
 
+/* Whether a search's result is the reference's: bound's by its count, the
+ * others' sorted contacts (sorted here) byte for byte; else the verdict says
+ * how, `which` naming the search. */
+static bool matches_reference(config *c, size_t counted, ns_contact_list *contacts,
+                              const char *which)
+{
+    if (c->kind == KIND_BOUND) {
+        if (counted == cache.reference.count)
+            return true;
+        snprintf(c->verdict, sizeof c->verdict, "INVALID%s: %s counts %zu contacts, %s found %zu",
+                 which, c->kernel->name, counted, cache.reference_name, cache.reference.count);
+        return false;
+    }
+    ns_contact_list_sort(contacts);
+    size_t k = first_difference(&cache.reference, contacts);
+    if (k == SIZE_MAX)
+        return true;
+    describe_difference(c->verdict, sizeof c->verdict, cache.reference_name, &cache.reference,
+                        config_search_name(c), contacts, k);
+    size_t len = strlen(c->verdict);
+    snprintf(c->verdict + len, sizeof c->verdict - len, "%s", which);
+    return false;
+}
+
 /* The index and the first, untimed search of a configuration: its
  * validation (once, before any timing) and warm memory for the timed loop;
  * *seconds = its build and query. False when the configuration fails
@@ -665,24 +713,12 @@ static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
-        fail_config(st, c, is_refusal(s));
+        fail_config(st, c, failure_of(s));
         return false;
     }
-    if (!c->checked && bound && counted != cache.reference.count) {
-        snprintf(msg, msg_size, "INVALID: %s counts %zu contacts, %s found %zu", c->kernel->name,
-                 counted, cache.reference_name, cache.reference.count);
-        fail_config(st, c, false);
+    if (!c->checked && !matches_reference(c, counted, contacts, "")) {
+        fail_config(st, c, INVALID);
         return false;
-    }
-    if (!c->checked && !bound) {
-        ns_contact_list_sort(contacts);
-        size_t k = first_difference(&cache.reference, contacts);
-        if (k != SIZE_MAX) {
-            describe_difference(msg, msg_size, cache.reference_name, &cache.reference,
-                                config_search_name(c), contacts, k);
-            fail_config(st, c, false);
-            return false;
-        }
     }
     if (!c->checked) {
         n_valid++;
@@ -878,10 +914,9 @@ static void run_search(nsb_state *st, config *c)
         t.query += t2 - t1;
         t.iterations++;
         if (s != NS_OK) {
-            snprintf(c->verdict, sizeof c->verdict, "error while timing: %s (%s)", err.message,
-                     ns_status_str(s));
-            c->checked = -1;
-            nsb_skip_with_error(st, c->verdict);
+            snprintf(c->verdict, sizeof c->verdict, "%s while timing: %s (%s)",
+                     is_refusal(s) ? "refused" : "error", err.message, ns_status_str(s));
+            fail_config(st, c, failure_of(s));
             break;
         }
     }
@@ -889,6 +924,25 @@ static void run_search(nsb_state *st, config *c)
     t.found = bound ? counted : r->contacts.count;
     if (s == NS_OK && t.iterations > 0)
         set_counters(st, c, &r->se, &t);
+    /* The timed iterations may run another path than the first search
+     * (grid_sorted records its counting pass from an index's second query
+     * on), so the last one's contacts are checked too: once per
+     * configuration, untimed, after the counters (the memory probe stays
+     * right behind the timed loop). */
+    if (s == NS_OK && t.iterations > 0 && !c->timed_checked) {
+        c->timed_checked = true;
+        if (getenv("NSEARCH_BENCH_TEST_CORRUPT_TIMED")) { /* smoke/bench_timed_check: a
+                                                           * kernel wrong only when timed */
+            if (bound)
+                counted++;
+            else if (r->contacts.count)
+                r->contacts.items[0].overlap = nextafterf(r->contacts.items[0].overlap, INFINITY);
+        }
+        if (!matches_reference(c, counted, &r->contacts, " (in a timed search)")) {
+            fail_config(st, c, INVALID);
+            s = NS_ERR_INVALID_INPUT; /* a peer's kept state goes too */
+        }
+    }
 done:
     if (!peer)
         search_run_free(r);
@@ -905,8 +959,9 @@ static void run_config(nsb_state *st, void *arg)
     }
     prepare(c->workload, c->n);
     kept_release_stale();
-    if (cache.reference_status != NS_OK) {
-        nsb_skip_with_error(st, cache.reference_error);
+    if (cache.reference_status != NS_OK) { /* nothing to check the configuration against */
+        snprintf(c->verdict, sizeof c->verdict, "%s", cache.reference_error);
+        fail_config(st, c, failure_of(cache.reference_status));
         return;
     }
     if (c->kind == KIND_WRITE)
@@ -942,11 +997,24 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
+/* A comma list of known names, none empty ("", "a,", "a,,b" name nothing
+ * somewhere: refused rather than read as fewer names). */
 static void check_list(const char *list, const char *what, bool (*known)(const char *))
 {
     if (!list)
         return;
+    for (const char *p = list;; p++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0)
+            die("--%ss '%s' has an empty %s name", what, list, what);
+        if (!end)
+            break;
+        p = end;
+    }
     char *copy = strdup(list), *save = NULL;
+    if (!copy)
+        die("out of memory");
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
         if (!known(t))
             die("unknown %s '%s' in --%ss", what, t, what);
@@ -987,14 +1055,15 @@ static const char help[] =
     "                     particles, found once) in DIR for the other processes of a\n"
     "                     sweep; a file is used only by the executable that wrote it\n"
     "                     (default: each process computes its own)\n"
-    "  --threads 1,2      thread counts for parallel kernels, bound and write (default:\n"
-    "                     1 and all cores)\n"
+    "  --threads 1,2      thread counts for the parallel kernels and peers, bound, write\n"
+    "                     and oneshot (default: 1 and all cores)\n"
     "  --serial-kernels S auto (the default), yes or no: whether the serial kernels run\n"
     "                     (with 1 thread); auto runs them when --threads includes 1, so a\n"
     "                     sweep split into --threads 1 and --threads N processes measures\n"
     "                     them once\n"
-    "  --max-n N          largest n: below 100000 it trims the sweep; above, it extends\n"
-    "                     the sweep of the non-quadratic kernels (200k, 500k, 1M, ...);\n"
+    "  --max-n N          largest n: below 100000 it trims the sweep (and N itself is\n"
+    "                     measured too); above, it extends the sweep of the non-quadratic\n"
+    "                     kernels (200k, 500k, 1M, ...);\n"
     "                     the quadratic ones stop at 100000 on uniform, 10000 elsewhere,\n"
     "                     those without radius_levels at 100000 on wide_radii workloads\n"
     "  --out DIR          results folder (default results/<host>/<UTC timestamp>); the JSON\n"
@@ -1012,7 +1081,8 @@ static const char help[] =
     "\n"
     "Defaults passed to Google Benchmark unless given: --benchmark_repetitions=5\n"
     "--benchmark_display_aggregates_only=true. Exit status 1 when any configuration's\n"
-    "contacts differ from its reference (documented refusals do not count).\n";
+    "contacts differ from its reference (in the first search or a timed one) or a\n"
+    "configuration fails with an error (documented refusals do not count).\n";
 
 static char *take_value(int *a, int argc, char **argv, const char *name)
 {
@@ -1024,6 +1094,8 @@ static char *take_value(int *a, int argc, char **argv, const char *name)
         die("%s needs a value", name);
     return argv[++*a];
 }
+
+static int parse_threads(const char *list, int *out, int max);
 
 static options parse_options(int argc, char **argv)
 {
@@ -1080,6 +1152,10 @@ static options parse_options(int argc, char **argv)
     }
     check_list(o.kernels, "kernel", known_kernel);
     check_list(o.workloads, "workload", known_workload);
+    if (o.threads) { /* checked here, before the restart and the results folder */
+        int threads[16];
+        parse_threads(o.threads, threads, 16);
+    }
     if (!o.max_n_given)
         o.max_n = REFERENCE_MAX_N;
     if (!o.serial_kernels)
@@ -1111,7 +1187,8 @@ static void add_config(const ns_kernel *k, const nsb_peer *peer, config_kind kin
 static int parse_threads(const char *list, int *out, int max)
 {
     int count = 0;
-    for (const char *p = list; *p && count < max;) {
+    const char *p = list;
+    do { /* at least one number, and one after every comma */
         char *end;
         long t = strtol(p, &end, 10);
         if (end == p || t < 1 || t > ns_max_threads() || (*end && *end != ','))
@@ -1123,8 +1200,10 @@ static int parse_threads(const char *list, int *out, int max)
             repeated = repeated || out[k] == (int)t;
         if (!repeated)
             out[count++] = (int)t;
-        p = *end ? end + 1 : end;
-    }
+        if (!*end)
+            break;
+        p = end + 1;
+    } while (count < max);
     return count;
 }
 
@@ -1776,6 +1855,24 @@ static bool has_flag(int argc, char **argv, const char *prefix)
     return false;
 }
 
+/* Whether Google Benchmark's boolean flag is on, as it reads it: the last
+ * --flag or --flag=VALUE, off for 0, f, n, false, no or off (any case). */
+static bool flag_on(int argc, char **argv, const char *flag)
+{
+    bool on = false;
+    size_t len = strlen(flag);
+    for (int a = 1; a < argc; a++) {
+        if (strncmp(argv[a], flag, len) != 0 || (argv[a][len] && argv[a][len] != '='))
+            continue;
+        const char *v = argv[a][len] ? argv[a] + len + 1 : "";
+        static const char *const off[] = {"0", "f", "n", "false", "no", "off"};
+        on = true;
+        for (size_t k = 0; k < sizeof off / sizeof off[0]; k++)
+            on = on && strcasecmp(v, off[k]) != 0;
+    }
+    return on;
+}
+
 /* The results file: written as DIR/.bench.json.tmp and renamed to
  * DIR/bench.json when complete (DIR/bench.partial.json when interrupted);
  * DIR is out_dir, or results/<host>/<UTC timestamp>. */
@@ -1819,14 +1916,19 @@ static int finish(void)
                 "above 5%%); rerun on a quieter machine\n",
                 name, 100.0 * cv);
     }
-    fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID\n", n_valid,
+    fprintf(stderr, "nsearch-bench: %zu configurations VALID, %zu refused, %zu INVALID", n_valid,
             n_refused, n_invalid);
+    if (n_failed)
+        fprintf(stderr, ", %zu failed (an error, not a documented refusal)", n_failed);
+    fputc('\n', stderr);
     if (n_skipped)
         fprintf(stderr, "nsearch-bench: %zu VALID peers not timed (over --peer-limit)\n",
                 n_skipped);
     if (any_invalid)
         fprintf(stderr, "nsearch-bench: FAILED: some contacts differ from the reference\n");
-    return any_invalid ? 1 : 0;
+    if (n_failed)
+        fprintf(stderr, "nsearch-bench: FAILED: some configurations failed with an error\n");
+    return any_invalid || n_failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -1846,7 +1948,7 @@ int main(int argc, char **argv)
             fputs(help, stdout);
             exit(0);
         }
-    bool listing = has_flag(argc, argv, "--benchmark_list_tests");
+    bool listing = flag_on(argc, argv, "--benchmark_list_tests");
     bool user_out = has_flag(argc, argv, "--benchmark_out=");
     char **original_argv = argv;
     char **args = malloc((size_t)(argc + 3) * sizeof *args);

@@ -72,7 +72,7 @@ count, so an interruption loses nothing measured). A --sim run writes results/<m
 timestamp>-sim/: sim.tsv (one row per run), sim_run.json (commit, tool version and code
 path, CPU, threads, start date and load), sim_summary.md, figures/sim_fps.png, .svg
 and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
-differ from the reference, 2 on a usage error.
+differ from the reference or a configuration fails with an error, 2 on a usage error.
 
 Environment: NS_WERROR=ON turns warnings into errors (CI sets it); JOBS sets the
 build parallelism.
@@ -342,7 +342,7 @@ sweep_mode() {
     echo
     "$PY" harness/results.py summary "$dir/bench.json" || true
     log "results: $dir (bench.json, bench.tsv, summary.md, figures/)"
-    [ $status -eq 0 ] || log "FAILED: some kernel's contacts differ from the reference (see summary)"
+    [ $status -eq 0 ] || log "FAILED: some configuration's contacts differ from the reference, or one failed with an error (see summary)"
     return $status
 }
 

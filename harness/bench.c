@@ -1743,6 +1743,7 @@ static void add_context(const options *o, int cores)
     nsb_add_context("mem_probe", buf);
     nsb_add_context("compiler", NS_COMPILER);
     nsb_add_context("compile_flags", NS_COMPILE_FLAGS);
+    nsb_add_context("path_flags", NS_PATH_FLAGS); /* each path's kernels: compile_flags + these */
     nsb_add_context("march_native", NS_NATIVE_ON ? "ON" : "OFF");
     nsb_add_context("build_type", NS_BUILD_TYPE[0] ? NS_BUILD_TYPE : "none");
     nsb_add_context("benchmark_version",

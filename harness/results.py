@@ -416,7 +416,7 @@ def workload_lines(f, markdown):
 
 
 PROVENANCE_KEYS = ("cpu_model", "cpu_signature", "cores_online", "isa", "isa_path", "compiler",
-                   "compile_flags", "build_type", "openmp", "benchmark_version",
+                   "compile_flags", "path_flags", "build_type", "openmp", "benchmark_version",
                    "kernel_release", "git_commit", "git_modified", "OMP_PROC_BIND", "OMP_PLACES",
                    "OMP_WAIT_POLICY", "transparent_hugepages", "cpu_governor", "load_average")
 # Distinct values of a field shown when the processes differ; the rest are counted.

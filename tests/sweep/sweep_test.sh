@@ -73,6 +73,9 @@ if unprobed:
     bad.append(f"{len(unprobed)} repetitions without a memory probe, e.g. {unprobed[0]}")
 bad += [f"part {c['part']}: mem_probe {c.get('mem_probe')!r}" for c in data["contexts"]
         if not str(c.get("mem_probe", "")).startswith("v1:")]
+# every process names its code paths' own compile options
+bad += [f"part {c['part']}: path_flags {c.get('path_flags')!r}" for c in data["contexts"]
+        if "generic:" not in str(c.get("path_flags", "")) and "native:" not in str(c.get("path_flags", ""))]
 for line in bad:
     print("  " + line)
 sys.exit(1 if bad else 0)

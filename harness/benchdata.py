@@ -4,6 +4,9 @@
     c = run.configs[("grid_sorted", "uniform", 100000, 2)]
     c.rounds      # [array of repetition times in ms, one per round], rounds in order
 
+read_json() is how the harness reads any JSON file of its own (UTF-8, one-line
+errors), write_all() how it writes a set of files all or nothing.
+
 Two layouts load the same way:
 
   * one process (today's files, parts merged by jq): {"context": {...},
@@ -27,6 +30,7 @@ field.
 """
 import json
 import math
+import os
 import re
 from collections import defaultdict
 
@@ -440,3 +444,26 @@ def load(path):
         c.rounds = [np.asarray(per_round[r]) for r in c.round_ids]
         c.parts = dict(parts[key])
     return Run(path, context, contexts, configs)
+
+
+def write_all(files):
+    """Writes {path: text} all or nothing: each text to PATH.tmp beside its path
+    first, and only when every one is written are they moved over their paths
+    (os.replace, in the order given), so a failure or an interrupt while writing
+    leaves the previous files as they were. OSError on failure, the .tmp files it
+    made removed."""
+    made = []
+    try:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path + ".tmp", "w") as f:
+                made.append(f.name)
+                f.write(text)
+        for path in files:
+            os.replace(path + ".tmp", path)
+    finally:
+        for tmp in made:
+            try:
+                os.remove(tmp)
+            except OSError:  # moved already; else the first error is the one told
+                pass

@@ -339,29 +339,6 @@ def plot_data(a, b, rows, band):
     return "".join(dat), meta
 
 
-def write_all(files):
-    """Writes {path: text} all or nothing: each text to PATH.tmp beside its path
-    first, and only when every one is written are they moved over their paths
-    (os.replace, in the order given), so a failure or an interrupt while writing
-    leaves the previous files as they were. OSError on failure, the .tmp files it
-    made removed."""
-    made = []
-    try:
-        for path, text in files.items():
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            with open(path + ".tmp", "w") as f:
-                made.append(f.name)
-                f.write(text)
-        for path in files:
-            os.replace(path + ".tmp", path)
-    finally:
-        for tmp in made:
-            try:
-                os.remove(tmp)
-            except OSError:  # moved already; else the first error is the one told
-                pass
-
-
 def main(argv):
     p = argparse.ArgumentParser(prog="compare.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -406,7 +383,7 @@ def main(argv):
     dat, meta = plot_data(a, b, rows, args.band)
     out = lambda *name: os.path.join(args.out, *name)
     try:
-        write_all({out("compare.txt"): text, out("compare.tsv"): tsv_text(rows),
+        benchdata.write_all({out("compare.txt"): text, out("compare.tsv"): tsv_text(rows),
                    out("compare_kernels.tsv"): kernels_tsv_text(means, args.band),
                    out("data", "compare.dat"): dat, out("data", "meta.gp"): meta})
     except OSError as e:

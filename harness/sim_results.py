@@ -25,13 +25,13 @@ what made the runs come from sim_run.json beside the table (sim_sweep.py
 writes it); a table without one says so.
 """
 import argparse
-import json
 import math
 import os
 import sys
 
 import numpy as np
 
+import benchdata
 import stats
 from report import gp_text, table
 
@@ -172,7 +172,7 @@ class SimResults:
             line.runs.setdefault(row["n"], []).append(row)
         self.lines = sorted(lines.values(), key=lambda line: line.sort_key)
         self.hosts = sorted({row["host"] for row in rows if row["host"]})
-        self.run = read_run(os.path.join(os.path.dirname(os.path.abspath(path)), "sim_run.json"))
+        self.run = read_run(run_path(path))
         # the day the runs started (not the file's time, which a copy changes)
         self.date = str(self.run.get("date", ""))[:10] or "date not recorded"
 
@@ -189,20 +189,21 @@ class SimResults:
                          for key, label in fields) + "."
 
 
+def run_path(tsv):
+    """Where a table's provenance is (sim_sweep.py writes it): sim_run.json in
+    the table's folder."""
+    return os.path.join(os.path.dirname(os.path.abspath(tsv)), "sim_run.json")
+
+
 def read_run(path):
-    """sim_run.json as a dict, {} when there is none; InputError when it is not
-    a JSON object."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+    """sim_run.json as a dict, {} when there is none; InputError when it cannot
+    be read or is not a JSON object (read as the result files are)."""
+    if not os.path.lexists(path):
         return {}
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
     try:
-        run = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise InputError(f"{path}: not JSON ({e})") from None
+        run = benchdata.read_json(path)
+    except benchdata.FormatError as e:
+        raise InputError(str(e)) from None
     if not isinstance(run, dict):
         raise InputError(f"{path}: not a JSON object")
     return run

@@ -29,6 +29,8 @@ import socket
 import subprocess
 import sys
 
+import benchdata
+from sim_results import run_path
 from sweep import cpu_identity, git_commit
 
 SIZES = [100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000,
@@ -100,16 +102,11 @@ def main():
     run = provenance(args)
     try:
         sweep(args, table, kernels, tmp)
-        write_json(run_path(args.out), run)
+        benchdata.write_all({run_path(args.out): json.dumps(run, indent=1)})
         os.replace(tmp, args.out)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-
-
-def run_path(tsv):
-    """The provenance file beside a table: sim_run.json in its folder."""
-    return os.path.join(os.path.dirname(os.path.abspath(tsv)), "sim_run.json")
 
 
 def provenance(args):
@@ -124,13 +121,6 @@ def provenance(args):
             "commit": git_commit(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
             "tool": version.stdout.strip() or "unknown", "cpu": cpu_identity(),
             "threads": args.threads, "host": socket.gethostname(), "load_average": load}
-
-
-def write_json(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
 
 
 def sweep(args, table, kernels, tmp):

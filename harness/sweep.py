@@ -45,10 +45,9 @@ import time
 # The defaults (README, "The two commands"): stats.DEFAULT_ROUNDS independent
 # rounds of stats.DEFAULT_REPETITIONS repetitions, the design the statistics
 # are tested at.
-import numpy as np  # noqa: E402
-
+import benchdata  # noqa: E402
 import stats  # noqa: E402
-from benchdata import NAME, TO_MS  # noqa: E402  (kernel/workload/n:N/threads:T; time units)
+from benchdata import NAME  # noqa: E402  (kernel/workload/n:N/threads:T)
 from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 # Seconds each repetition runs at least: 0.2 s holds many iterations of a fast
 # search and one of a slow one (Google Benchmark's own default, 0.5 s, would
@@ -295,32 +294,20 @@ def run_unit(a, dir_, unit):
 
 def part_medians(path):
     """name -> the median of one part's repetitions in ms with its 95 % interval
-    (stats.bootstrap over this one process's repetitions), or the error when none
-    was timed, for the progress lines."""
-    with open(path) as f:
-        data = json.load(f)
-    times, errors = {}, {}
-    for b in data.get("benchmarks", []):
-        name = b.get("run_name", b["name"]).removesuffix("/manual_time")
-        if b.get("error_occurred"):
-            errors.setdefault(name, []).append(b.get("error_message", "error"))
-        elif b.get("run_type") == "iteration":
-            unit = b.get("time_unit", "ms")  # as benchdata reads it
-            if unit not in TO_MS:
-                errors.setdefault(name, []).append(f"time_unit {unit!r} unknown")
-                continue
-            times.setdefault(name, []).append(b["real_time"] * TO_MS[unit])
+    (stats.bootstrap over this one process's repetitions; the value is np.median),
+    or the error when none was timed, for the progress lines. The part is read as
+    every result file is (benchdata.load: time units, aggregates, failed
+    repetitions)."""
     out = {}
-    for name, ts in times.items():
-        # the value is np.median (of an even count, the mean of the middle two)
-        e = stats.bootstrap([np.asarray(ts)], rng=stats.generator(name))
-        out[name] = f"{stats.text(e)} ms"
-    for name, whys in errors.items():
-        if name in out:  # some repetitions timed: their median, and what the others met
-            n = len(whys) + len(times[name])
-            out[name] += f" ({len(whys)} of {n} repetitions failed: {whys[0]})"
-        else:
-            out[name] = whys[0]
+    for c in benchdata.load(path).configs.values():
+        if c.rounds:
+            e = stats.bootstrap(c.rounds, rng=stats.generator(c.name))
+            out[c.name] = f"{stats.text(e)} ms"
+            if c.errors:  # some repetitions timed: their median, and what the others met
+                out[c.name] += (f" ({len(c.errors)} of {len(c.errors) + c.repetitions} "
+                                f"repetitions failed: {c.errors[0][1]})")
+        elif c.errors:
+            out[c.name] = c.errors[0][1]
     return out
 
 

@@ -12,6 +12,8 @@ import tempfile
 import unittest
 
 import helpers  # puts harness/ on the path
+import benchdata  # noqa: E402
+import sim_results  # noqa: E402
 import sim_sweep  # noqa: E402
 
 SIM_RESULTS = os.path.join(helpers.HARNESS, "sim_results.py")
@@ -52,9 +54,9 @@ class Provenance(unittest.TestCase):
             self.assertIn(key, run)
         self.assertEqual(run["tool"], "nsearch 9.9 (code path generic; paths: generic)")
         run["date"], run["commit"] = "2026-01-02T03:04:05Z", "abc123"
-        path = sim_sweep.run_path(self.tsv)
+        path = sim_results.run_path(self.tsv)
         self.assertEqual(path, os.path.join(self.tmp, "sim_run.json"))
-        sim_sweep.write_json(path, run)
+        benchdata.write_all({path: json.dumps(run, indent=1)})
         out = self.summary()
         self.assertIn("2026-01-02", out)
         self.assertIn("commit abc123", out)

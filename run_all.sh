@@ -48,7 +48,6 @@ Sweep options:
   --min-time S        seconds each repetition runs at least (default 0.2; 0.01 with --quick)
   --wait-policy P     OMP_WAIT_POLICY of the processes: auto (default; passive for 1 thread,
                       active for more), active, passive, or default (OpenMP's own)
-  --shuffle-seed S    the seed of the rounds' shuffled orders (default 1)
 
 Sim options:
   --kernels A,B       only these kernels (default: all, and the simulation's default,
@@ -311,7 +310,7 @@ check_sweep_options() {
     while [ $# -gt 0 ]; do
         case "$1" in
             --quick|--resume) ;;
-            --kernels|--workloads|--threads|--max-n|--rounds|--repetitions|--min-time|--wait-policy|--shuffle-seed)
+            --kernels|--workloads|--threads|--max-n|--rounds|--repetitions|--min-time|--wait-policy)
                 if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi
                 shift ;;
             -h|--help) usage; exit 0 ;;

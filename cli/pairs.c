@@ -94,20 +94,31 @@ static bool write_block(const ns_contact *c, size_t count, void *user)
     return w->status == NS_OK;
 }
 
-/* Runs a kernel into contacts, or with `to` (--order any) writes them to
- * `to` as the kernel finds them: streamed where the kernel can stream, else
- * its whole list in its own order (then in contacts). On failure says why
- * (with the particle's line) and returns the exit status, else 0. */
-static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cfg,
+/* A kernel's index for cfg, made before the input is read so that a
+ * configuration it refuses (threads, table size) is said then, naming the
+ * kernel, not the file. 0 or the exit status. */
+static int open_index(const ns_kernel *k, const ns_config *cfg, ns_index **index)
+{
+    ns_error err;
+    ns_status s = ns_index_create(k, cfg, index, &err);
+    if (s == NS_OK)
+        return 0;
+    cli_say("%s: %s (%s)", k->name, err.message, ns_status_str(s));
+    return cli_exit_status(s);
+}
+
+/* Runs an index of kernel k (open_index) on p into contacts, or with `to`
+ * (--order any) writes them to `to` as the kernel finds them: streamed where
+ * the kernel can stream, else its whole list in its own order (then in
+ * contacts). On failure says why (with the particle's line) and returns the
+ * exit status, else 0. */
+static int search(ns_index *index, const ns_kernel *k, const ns_particles *p,
                   ns_contact_list *contacts, block_writer *to, const char *path,
                   const ns_particle_file *file, pairs_times *t)
 {
     ns_error err;
-    ns_index *index;
-    ns_status s = ns_index_create(k, cfg, &index, &err);
     double t0 = cli_now_ms();
-    if (s == NS_OK)
-        s = ns_index_build(index, p, &err);
+    ns_status s = ns_index_build(index, p, &err);
     double t1 = cli_now_ms();
     if (to)
         to->streamed = ns_index_can_stream(index);
@@ -136,10 +147,8 @@ static int search(const ns_kernel *k, const ns_particles *p, const ns_config *cf
         if (t)
             t->build = t1 - t0, t->query = t2 - t1, t->index_bytes = info.bytes,
             t->threads = info.threads, t->layout = info.layout, t->levels = info.levels;
-        ns_index_destroy(index);
         return 0;
     }
-    ns_index_destroy(index);
     if (s == NS_ERR_IO) /* a write failed: the output, not a particle, is at fault */
         cli_say("%s: %s", to->name, err.message);
     else
@@ -281,7 +290,12 @@ static int check_contacts(const pairs_setup *su, const ns_particles *p,
     ns_contact_list ref;
     ns_contact_list_init(&ref);
     const ns_kernel *reference = ns_kernel_with_reference(1); /* naive */
-    int rc = search(reference, p, &su->cfg, &ref, NULL, su->input, file, NULL);
+    ns_index *index;
+    int rc = open_index(reference, &su->cfg, &index);
+    if (rc == 0) {
+        rc = search(index, reference, p, &ref, NULL, su->input, file, NULL);
+        ns_index_destroy(index);
+    }
     if (rc == 0) {
         ns_contact_list_sort(&ref);
         *valid = same_contacts(su->kernel->name, reference->name, &ref, contacts);
@@ -339,17 +353,11 @@ int cli_pairs(int argc, char **argv)
     int rc = output_open(&out, su.output);
     if (rc)
         return rc;
-    /* the configuration (threads, table size) checked before the input is
-     * read: its refusal names the kernel, not the file */
-    ns_index *probe;
-    ns_error err;
-    ns_status st = ns_index_create(su.kernel, &su.cfg, &probe, &err);
-    if (st != NS_OK) {
-        cli_say("%s: %s (%s)", su.kernel->name, err.message, ns_status_str(st));
+    ns_index *index;
+    if ((rc = open_index(su.kernel, &su.cfg, &index)) != 0) {
         output_discard(&out);
-        return cli_exit_status(st);
+        return rc;
     }
-    ns_index_destroy(probe);
     pairs_times t = {0};
     ns_particle_file file = {0};
     ns_contact_list contacts;
@@ -359,8 +367,9 @@ int cli_pairs(int argc, char **argv)
     block_writer to = {
         .f = out.f, .name = output_name(&out), .format = su.format, .max_total = su.max_total};
     if (rc == 0)
-        rc = search(su.kernel, &p, &su.cfg, &contacts, su.any_order ? &to : NULL, su.input, &file,
-                    &t);
+        rc =
+            search(index, su.kernel, &p, &contacts, su.any_order ? &to : NULL, su.input, &file, &t);
+    ns_index_destroy(index); /* before the sort and the write: its memory is theirs */
     if (rc)
         goto done;
     double t1 = cli_now_ms();
@@ -379,6 +388,7 @@ int cli_pairs(int argc, char **argv)
     /* write (a streamed query has written already): a difference found by
      * --check leaves an output file as it was */
     double t2 = cli_now_ms();
+    ns_error err;
     if (!valid && out.replace) {
         rc = EXIT_INVALID;
     } else if (!to.streamed && ns_contacts_write(out.f, &contacts, su.format, &err) != NS_OK) {

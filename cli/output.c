@@ -29,6 +29,34 @@ enum { TEMP_NONE, TEMP_ACTIVE, TEMP_COMMITTING, TEMP_DYING };
 static atomic_int temp_state = TEMP_NONE;
 static sigset_t exit_signals;
 
+/* The set of files (see output.h), claimed as the temporary is: its
+ * folder, the private folder inside it, the names, and how many of its
+ * files may exist (counted before each is created). */
+static struct {
+    char dir[PATH_MAX + 1];
+    char staging[PATH_MAX + 32];
+    char current[PATH_MAX + OUTPUT_NAME_MAX + 1]; /* the file being written, for messages */
+    int dir_fd, staging_fd;
+    size_t count;
+    atomic_size_t created;
+    output_name_fn name;
+    const void *ctx;
+} set;
+static atomic_int set_state = TEMP_NONE;
+
+/* Removes what the set's private folder holds, and the folder; safe in a
+ * signal handler. */
+static void remove_staged(void)
+{
+    size_t made = atomic_load(&set.created);
+    char name[OUTPUT_NAME_MAX];
+    for (size_t k = 0; k < made; k++) {
+        set.name(k, set.ctx, name);
+        unlinkat(set.staging_fd, name, 0);
+    }
+    rmdir(set.staging);
+}
+
 /* The signals whose default action ends the process and that a program may
  * catch. Faults of the program itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
  * SIGTRAP, SIGSYS) are left to their default: a crash leaves its temporary
@@ -47,10 +75,18 @@ static const int ending_signals[] = {
 static void on_signal(int sig)
 {
     int state = TEMP_ACTIVE;
+    bool committing = false;
     if (atomic_compare_exchange_strong(&temp_state, &state, TEMP_DYING))
         unlink(temp_path);
-    else if (state == TEMP_COMMITTING)
-        return; /* the rename has begun: the run finishes with the new file */
+    else
+        committing = state == TEMP_COMMITTING;
+    state = TEMP_ACTIVE;
+    if (atomic_compare_exchange_strong(&set_state, &state, TEMP_DYING))
+        remove_staged();
+    else
+        committing = committing || state == TEMP_COMMITTING;
+    if (committing)
+        return; /* the rename has begun: the run finishes with the new files */
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the process ends by sig */
 }
@@ -61,6 +97,9 @@ static void on_exit_remove(void)
     int state = TEMP_ACTIVE;
     if (atomic_compare_exchange_strong(&temp_state, &state, TEMP_NONE))
         unlink(temp_path);
+    state = TEMP_ACTIVE;
+    if (atomic_compare_exchange_strong(&set_state, &state, TEMP_NONE))
+        remove_staged();
 }
 
 static void catch_signal(int sig)
@@ -166,6 +205,24 @@ static int open_directly(output *o, const char *path, const char *target)
     return 0;
 }
 
+/* A new file fd (made 0600 and ours) given the owner, group and mode of
+ * the file it will replace (st), chown first since it clears the set-id
+ * bits, or (st NULL) what a new file gets. 0, or the refusal's status. */
+static int take_owner_and_mode(const char *path, int fd, const struct stat *st)
+{
+    if (st && (st->st_uid != geteuid() || st->st_gid != getegid()) &&
+        fchown(fd, st->st_uid, st->st_gid) != 0)
+        return refuse(path,
+                      "cannot give a new file the owner and group of this one (%s); refusing to "
+                      "change who can read it: write elsewhere",
+                      strerror(errno));
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, st ? st->st_mode & 07777 : 0666 & ~mask) != 0)
+        return refuse(path, "cannot set the mode of the new file: %s", strerror(errno));
+    return 0;
+}
+
 /* The temporary beside the target (temp_path), with the target's owner,
  * group and mode when it exists (st), else a new file's. */
 static int open_temporary(output *o, const char *path, const struct stat *st)
@@ -183,25 +240,11 @@ static int open_temporary(output *o, const char *path, const struct stat *st)
         return refuse(path, "cannot create a file in its folder: %s", strerror(saved));
     o->replace = true;
     o->own_file = true;
-    /* mkstemp made it 0600 and ours: now the target's owner, group and mode
-     * (chown first, since it clears the set-id bits), or what a new file gets. */
-    if (exists && (st->st_uid != geteuid() || st->st_gid != getegid()) &&
-        fchown(fd, st->st_uid, st->st_gid) != 0) {
-        saved = errno;
+    int rc = take_owner_and_mode(path, fd, exists ? st : NULL);
+    if (rc) {
         close(fd);
         output_discard(o);
-        return refuse(path,
-                      "cannot give a new file the owner and group of this one (%s); refusing to "
-                      "change who can read it: write elsewhere",
-                      strerror(saved));
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, exists ? st->st_mode & 07777 : 0666 & ~mask) != 0) {
-        saved = errno;
-        close(fd);
-        output_discard(o);
-        return refuse(path, "cannot set the mode of the new file: %s", strerror(saved));
+        return rc;
     }
     o->f = fdopen(fd, "wb");
     if (!o->f) {
@@ -273,32 +316,49 @@ void output_discard(output *o)
     o->replace = false;
 }
 
-bool output_commit(output *o, bool last)
+/* From here on the signals that would end the process are blocked (the
+ * previous mask into *previous) and *state is TEMP_COMMITTING; when a signal
+ * handler on another thread got there first, this thread waits for the
+ * process to end. */
+static void begin_commit(atomic_int *state, sigset_t *previous)
+{
+    sigprocmask(SIG_BLOCK, &exit_signals, previous);
+    int active = TEMP_ACTIVE;
+    if (!atomic_compare_exchange_strong(state, &active, TEMP_COMMITTING))
+        for (;;)
+            pause();
+}
+
+/* Flushes o->f, then syncs it (sync) and closes it when it is the tool's
+ * own (o->own_file); false, with one line printed, when any of it fails. */
+static bool finish_writing(output *o, bool sync)
 {
     FILE *f = o->f;
     o->f = NULL;
     int failed = fflush(f) != 0 || ferror(f);
     int saved = errno;
-    if (!failed && o->replace && fsync(fileno(f)) != 0)
+    if (!failed && sync && fsync(fileno(f)) != 0)
         failed = 1, saved = errno;
     if (o->own_file && fclose(f) != 0 && !failed)
         failed = 1, saved = errno;
-    if (failed) {
+    o->own_file = false;
+    if (failed)
         cli_say("%s: cannot write: %s", output_name(o), strerror(saved));
-        o->own_file = false;
+    return !failed;
+}
+
+bool output_commit(output *o, bool last)
+{
+    if (!finish_writing(o, o->replace)) {
         output_discard(o);
         return false;
     }
     if (!o->replace)
         return true;
     sigset_t previous;
-    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
-    int state = TEMP_ACTIVE;
-    if (!atomic_compare_exchange_strong(&temp_state, &state, TEMP_COMMITTING))
-        for (;;) /* a signal handler on another thread is ending the process */
-            pause();
+    begin_commit(&temp_state, &previous);
     if (rename(temp_path, target_path) != 0) {
-        saved = errno;
+        int saved = errno;
         unlink(temp_path);
         atomic_store(&temp_state, TEMP_NONE);
         sigprocmask(SIG_SETMASK, &previous, NULL);
@@ -311,4 +371,149 @@ bool output_commit(output *o, bool last)
         sigprocmask(SIG_SETMASK, &previous, NULL);
     }
     return true;
+}
+
+/* set.current = the set's folder / name k; false when too long. */
+static bool member_path(size_t k, char name[OUTPUT_NAME_MAX])
+{
+    set.name(k, set.ctx, name);
+    return snprintf(set.current, sizeof set.current, "%s/%s", set.dir, name) <
+           (int)sizeof set.current;
+}
+
+/* What is at name in the set's folder: nothing (*st_out NULL) or a regular
+ * file the set may replace (*st_out = st); else the refusal's status. */
+static int check_member(const char *name, struct stat *st, const struct stat **st_out)
+{
+    *st_out = NULL;
+    if (fstatat(set.dir_fd, name, st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : refuse(set.current, "%s", strerror(errno));
+    if (S_ISLNK(st->st_mode))
+        return refuse(set.current, "%s",
+                      "is a symbolic link: the files of a folder are written as plain files; "
+                      "remove it or write elsewhere");
+    if (S_ISDIR(st->st_mode))
+        return refuse(set.current, "%s", "is a folder");
+    if (!S_ISREG(st->st_mode))
+        return refuse(set.current, "%s", "is not a regular file");
+    int rc = check_replaceable(set.current, set.current, st);
+    if (rc == 0)
+        *st_out = st;
+    return rc;
+}
+
+int output_set_open(const char *dir, size_t count, output_name_fn name, const void *ctx)
+{
+    if (snprintf(set.dir, sizeof set.dir, "%s", dir) >= (int)sizeof set.dir ||
+        snprintf(set.staging, sizeof set.staging, "%s/.nsearch.XXXXXX", dir) >=
+            (int)sizeof set.staging)
+        return refuse(dir, "%s", "the path is too long");
+    set.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (set.dir_fd < 0)
+        return refuse(dir, "cannot open the folder: %s", strerror(errno));
+    set.count = count, set.name = name, set.ctx = ctx;
+    atomic_store(&set.created, 0);
+    char member[OUTPUT_NAME_MAX];
+    for (size_t k = 0; k < count; k++) {
+        struct stat st;
+        const struct stat *there;
+        int rc = member_path(k, member) ? check_member(member, &st, &there)
+                                        : refuse(dir, "%s", "the path is too long");
+        if (rc) {
+            close(set.dir_fd);
+            return rc;
+        }
+    }
+    /* A signal between mkdtemp and SET_ACTIVE would leave the folder
+     * behind: it waits until both are done. */
+    sigset_t previous;
+    sigprocmask(SIG_BLOCK, &exit_signals, &previous);
+    int saved = 0;
+    if (!mkdtemp(set.staging)) {
+        saved = errno;
+    } else if ((set.staging_fd = open(set.staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        saved = errno;
+        rmdir(set.staging);
+    } else {
+        atomic_store(&set_state, TEMP_ACTIVE);
+    }
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+    if (saved) {
+        close(set.dir_fd);
+        return refuse(dir, "cannot create a folder in it: %s", strerror(saved));
+    }
+    return 0;
+}
+
+int output_set_file(size_t k, output *o)
+{
+    memset(o, 0, sizeof *o);
+    char name[OUTPUT_NAME_MAX];
+    if (!member_path(k, name))
+        return refuse(set.dir, "%s", "the path is too long");
+    o->path = set.current;
+    struct stat st;
+    const struct stat *there;
+    int rc = check_member(name, &st, &there); /* again: the folder may have changed */
+    if (rc)
+        return rc;
+    if (atomic_load(&set.created) < k + 1)
+        atomic_store(&set.created, k + 1); /* counted before it exists: see remove_staged() */
+    int fd = openat(set.staging_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return refuse(set.current, "cannot create it: %s", strerror(errno));
+    rc = take_owner_and_mode(set.current, fd, there);
+    if (rc == 0 && !(o->f = fdopen(fd, "wb")))
+        rc = refuse(set.current, "%s", strerror(errno));
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    o->own_file = true;
+    return 0;
+}
+
+bool output_set_close(output *o)
+{
+    return finish_writing(o, true);
+}
+
+void output_set_discard(void)
+{
+    int state = TEMP_ACTIVE;
+    if (!atomic_compare_exchange_strong(&set_state, &state, TEMP_NONE))
+        return;
+    remove_staged();
+    close(set.staging_fd);
+    close(set.dir_fd);
+}
+
+bool output_set_commit(void)
+{
+    sigset_t previous;
+    begin_commit(&set_state, &previous);
+    char name[OUTPUT_NAME_MAX];
+    size_t made = atomic_load(&set.created), moved = 0;
+    for (; moved < made; moved++) {
+        set.name(moved, set.ctx, name);
+        if (renameat(set.staging_fd, name, set.dir_fd, name) != 0)
+            break;
+    }
+    if (moved < made) {
+        int saved = errno;
+        member_path(moved, name);
+        cli_say("%s: cannot replace it: %s (the %zu files before it were replaced)", set.current,
+                strerror(saved), moved);
+        for (size_t k = moved; k < made; k++) {
+            set.name(k, set.ctx, name);
+            unlinkat(set.staging_fd, name, 0);
+        }
+    }
+    rmdir(set.staging);
+    close(set.staging_fd);
+    close(set.dir_fd);
+    atomic_store(&set_state, TEMP_NONE);
+    if (moved < made) /* the run fails: signals end it again */
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+    return moved == made;
 }

@@ -16,6 +16,7 @@
 #define NS_CLI_OUTPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -48,5 +49,41 @@ void output_discard(output *o);
 
 /* "path" or "standard output", for messages. */
 const char *output_name(const output *o);
+
+/* A set of files written together into one folder (the frames of `sim`).
+ * Each is written into a private folder made inside it
+ * (".nsearch.XXXXXX"), and only when the last is complete are they all
+ * moved into place; a run that fails or is stopped by a signal removes
+ * that private folder and what it holds, so the folder keeps exactly what
+ * it had. Each name is a plain file of the folder: a regular file there is
+ * replaced keeping its mode, owner and group, as output_open() replaces
+ * one; a symbolic link, a folder, a device, a FIFO or a socket, a file with
+ * other hard links, one the caller may not replace, or with an access
+ * control list, is refused (exit 1). The names are those name(k, ctx,
+ * buffer) writes for k = 0 .. count - 1: it is called from the signal
+ * handler too, so it may only compute (no allocation, no stdio). One set
+ * at a time. */
+enum { OUTPUT_NAME_MAX = 64 };
+typedef void (*output_name_fn)(size_t k, const void *ctx, char name[OUTPUT_NAME_MAX]);
+
+/* Checks every name, then makes the private folder. Returns 0, or prints
+ * one line and returns the exit status (1). */
+int output_set_open(const char *dir, size_t count, output_name_fn name, const void *ctx);
+
+/* Opens file k of the set for writing (o->f); 0, or one line and 1. Finish
+ * it with output_set_close(). */
+int output_set_file(size_t k, output *o);
+
+/* Flushes and closes file k; false (one line printed) on a write error. */
+bool output_set_close(output *o);
+
+/* Moves every file of the set into the folder; from then on the signals
+ * that would end the process stay blocked, so a run that reports success
+ * and the new files go together. Prints one line and returns false on
+ * failure. */
+bool output_set_commit(void);
+
+/* Removes the private folder and what it holds; the folder untouched. */
+void output_set_discard(void);
 
 #endif /* NS_CLI_OUTPUT_H */

@@ -48,7 +48,9 @@ static const char sim_help[] =
     "                   default OpenMP's)\n"
     "  --output-dir DIR write frames 0, K, 2K, ... and the last as DIR/frame-NNNNNN.csv\n"
     "                   (particle files x,y,z,r; 'nsearch pairs' reads them) and the box as\n"
-    "                   DIR/box.csv (lo_x,lo_y,lo_z,hi_x,hi_y,hi_z); DIR must exist\n"
+    "                   DIR/box.csv (lo_x,lo_y,lo_z,hi_x,hi_y,hi_z); DIR must exist; all are\n"
+    "                   moved into DIR together when the last is written, so a failed or\n"
+    "                   stopped run leaves DIR as it was\n"
     "  --every K        with --output-dir: every K-th frame (default 1)\n"
     "  --stats          print per-frame times (ms, means over the frames), fps and the state\n"
     "                   at the end on standard error\n"
@@ -56,60 +58,6 @@ static const char sim_help[] =
     "                   particles, kernel, threads, frames, contacts_per_frame, search_ms,\n"
     "                   resolve_ms, integrate_ms, frame_ms, fps, search_share,\n"
     "                   searches_rebuilt, kinetic_over_released, max_overlap_over_r)\n";
-
-/* Writes one particle file (or the box) through a temporary; false on failure. */
-static bool write_frame(const char *dir, size_t frame, const ns_particles *p)
-{
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/frame-%06zu.csv", dir, frame) >= (int)sizeof path) {
-        cli_say("%s: the path is too long", dir);
-        return false;
-    }
-    output out;
-    if (output_open(&out, path) != 0)
-        return false;
-    ns_error err;
-    if (ns_particles_write(out.f, p, &err) != NS_OK) {
-        cli_say("%s: %s", path, err.message);
-        output_discard(&out);
-        return false;
-    }
-    return output_commit(&out, false);
-}
-
-static bool write_box(const char *dir, const ns_sim_params *prm)
-{
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/box.csv", dir) >= (int)sizeof path) {
-        cli_say("%s: the path is too long", dir);
-        return false;
-    }
-    output out;
-    if (output_open(&out, path) != 0)
-        return false;
-    fprintf(out.f, "lo_x,lo_y,lo_z,hi_x,hi_y,hi_z\n%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
-            (double)prm->box_lo[0], (double)prm->box_lo[1], (double)prm->box_lo[2],
-            (double)prm->box_hi[0], (double)prm->box_hi[1], (double)prm->box_hi[2]);
-    return output_commit(&out, false);
-}
-
-/* The largest overlap of any pair as a share of its smaller radius. */
-static double worst_overlap(size_t n, const float *pos, const float *radius)
-{
-    ns_particles p = {.n = n, .pos = pos, .radius = radius};
-    ns_contact_list c;
-    ns_contact_list_init(&c);
-    double worst = 0.0;
-    if (ns_find_contacts(ns_sim_default_kernel(), &p, NULL, &c, NULL) != NS_OK)
-        worst = NAN;
-    for (size_t k = 0; k < c.count; k++) {
-        float a = radius[c.items[k].i], b = radius[c.items[k].j], smaller = a < b ? a : b;
-        double share = smaller > 0.0f ? (double)c.items[k].overlap / smaller : 0.0;
-        worst = share > worst ? share : worst;
-    }
-    ns_contact_list_free(&c);
-    return worst;
-}
 
 /* What the options ask for. */
 typedef struct sim_setup {
@@ -122,6 +70,94 @@ typedef struct sim_setup {
     ns_config cfg;
     bool stats, stats_json;
 } sim_setup;
+
+/* The frame files of a run, as one set of outputs (see output.h): the
+ * box, then frames 0, every, 2 every, ... and the last. */
+static size_t frame_files(size_t frames, size_t every)
+{
+    return 2 + frames / every + (frames % every != 0);
+}
+
+/* The frame number of frame file j (the box not counted). */
+static size_t frame_number(size_t frames, size_t every, size_t j)
+{
+    return j <= frames / every ? j * every : frames;
+}
+
+/* The name of file k of the set: "box.csv", then "frame-NNNNNN.csv" (at
+ * least six digits). Called from a signal handler too: arithmetic only. */
+static void frame_file_name(size_t k, const void *ctx, char name[OUTPUT_NAME_MAX])
+{
+    const sim_setup *su = ctx;
+    if (k == 0) {
+        memcpy(name, "box.csv", sizeof "box.csv");
+        return;
+    }
+    size_t f = frame_number(su->frames, su->every, k - 1);
+    char digits[24];
+    int d = 0;
+    do {
+        digits[d++] = (char)('0' + f % 10);
+        f /= 10;
+    } while (f);
+    while (d < 6)
+        digits[d++] = '0';
+    memcpy(name, "frame-", 6);
+    int at = 6;
+    while (d)
+        name[at++] = digits[--d];
+    memcpy(name + at, ".csv", sizeof ".csv");
+}
+
+/* Writes file k of the set: a particle file; false on failure (printed). */
+static bool write_frame(size_t k, const ns_particles *p)
+{
+    output out;
+    if (output_set_file(k, &out) != 0)
+        return false;
+    ns_error err;
+    if (ns_particles_write(out.f, p, &err) != NS_OK) {
+        cli_say("%s: %s", output_name(&out), err.message);
+        output_discard(&out); /* closes it; output_set_discard() removes it */
+        return false;
+    }
+    return output_set_close(&out);
+}
+
+static bool write_box(const ns_sim_params *prm)
+{
+    output out;
+    if (output_set_file(0, &out) != 0)
+        return false;
+    fprintf(out.f, "lo_x,lo_y,lo_z,hi_x,hi_y,hi_z\n%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+            (double)prm->box_lo[0], (double)prm->box_lo[1], (double)prm->box_lo[2],
+            (double)prm->box_hi[0], (double)prm->box_hi[1], (double)prm->box_hi[2]);
+    return output_set_close(&out);
+}
+
+/* The largest overlap of any pair as a share of its smaller radius, into
+ * *worst; false when the search failed (printed). */
+static bool worst_overlap(size_t n, const float *pos, const float *radius, double *out)
+{
+    ns_particles p = {.n = n, .pos = pos, .radius = radius};
+    ns_contact_list c;
+    ns_contact_list_init(&c);
+    double worst = 0.0;
+    ns_error err;
+    if (ns_find_contacts(ns_sim_default_kernel(), &p, NULL, &c, &err) != NS_OK) {
+        cli_say("the overlaps at the end: %s: %s (%s)", ns_sim_default_kernel()->name,
+                err.message, ns_status_str(err.status));
+        return false;
+    }
+    for (size_t k = 0; k < c.count; k++) {
+        float a = radius[c.items[k].i], b = radius[c.items[k].j], smaller = a < b ? a : b;
+        double share = smaller > 0.0f ? (double)c.items[k].overlap / smaller : 0.0;
+        worst = share > worst ? share : worst;
+    }
+    ns_contact_list_free(&c);
+    *out = worst;
+    return true;
+}
 
 static void parse_sim(int argc, char **argv, sim_setup *su)
 {
@@ -239,8 +275,9 @@ typedef struct sim_totals {
 static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *state, sim_totals *t)
 {
     memset(t, 0, sizeof *t);
-    if (su->dir && (!write_box(su->dir, &su->prm) || !write_frame(su->dir, 0, state)))
+    if (su->dir && (!write_box(&su->prm) || !write_frame(1, state)))
         return EXIT_FAIL;
+    size_t file = 2; /* the next frame file */
     for (size_t f = 1; f <= su->frames; f++) {
         ns_sim_frame fr;
         ns_error err;
@@ -253,7 +290,7 @@ static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *stat
         t->integrate_s += fr.integrate_s;
         t->contacts += fr.contacts;
         t->rebuilds += fr.rebuilt;
-        if (su->dir && (f % su->every == 0 || f == su->frames) && !write_frame(su->dir, f, state))
+        if (su->dir && (f % su->every == 0 || f == su->frames) && !write_frame(file++, state))
             return EXIT_FAIL;
     }
     return 0;
@@ -264,29 +301,43 @@ static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *stat
  * standard output cannot be written. */
 static int print_stats(ns_sim *sim, const sim_setup *su, const sim_totals *t, double released0)
 {
-    double per = su->frames ? 1e3 / (double)su->frames : 0.0;
+    /* a figure with nothing to measure (per frame of no frames, a share of
+     * no energy released) is NAN: "n/a", and null in the JSON */
+    double per = su->frames ? 1e3 / (double)su->frames : NAN;
     double total = t->search_s + t->resolve_s + t->integrate_s;
     double released = released0 - ns_sim_potential_energy(sim);
     int threads = su->cfg.threads ? su->cfg.threads : omp_get_max_threads();
-    double v[10] = {su->frames ? (double)t->contacts / (double)su->frames : 0.0,
+    double worst;
+    if (!worst_overlap(su->n, ns_sim_positions(sim), ns_sim_radii(sim), &worst))
+        return EXIT_FAIL;
+    double v[10] = {(double)t->contacts * per / 1e3,
                     t->search_s * per,
                     t->resolve_s * per,
                     t->integrate_s * per,
                     total * per,
-                    total > 0.0 ? (double)su->frames / total : 0.0,
-                    total > 0.0 ? t->search_s / total : 0.0,
+                    total > 0.0 ? (double)su->frames / total : NAN,
+                    total > 0.0 ? t->search_s / total : NAN,
                     (double)t->rebuilds,
-                    released > 0.0 ? ns_sim_kinetic_energy(sim) / released : 0.0,
-                    worst_overlap(su->n, ns_sim_positions(sim), ns_sim_radii(sim))};
-    if (su->stats)
-        fprintf(stderr,
-                "particles          %zu\nkernel             %s (%d threads)\n"
-                "frames             %zu\ncontacts/frame     %.1f\nsearch ms          %.4f\n"
-                "resolve ms         %.4f\nintegrate ms       %.4f\nframe ms           %.4f\n"
-                "fps                %.2f\nsearch share       %.3f\nsearches rebuilt   %zu\n"
-                "kinetic/released   %.3g\nmax overlap/r      %.4f\n",
-                su->n, su->kernel->name, threads, su->frames, v[0], v[1], v[2], v[3], v[4], v[5],
-                v[6], t->rebuilds, v[8], v[9]);
+                    released > 0.0 ? ns_sim_kinetic_energy(sim) / released : NAN,
+                    worst};
+    if (su->stats) {
+        static const char *const labels[10] = {
+            "contacts/frame", "search ms", "resolve ms", "integrate ms", "frame ms",
+            "fps", "search share", "searches rebuilt", "kinetic/released", "max overlap/r"};
+        static const char *const formats[10] = {"%.1f", "%.4f", "%.4f", "%.4f", "%.4f",
+                                                "%.2f", "%.3f", "%.0f", "%.3g", "%.4f"};
+        fprintf(stderr, "particles          %zu\nkernel             %s (%d threads)\n"
+                        "frames             %zu\n",
+                su->n, su->kernel->name, threads, su->frames);
+        for (int k = 0; k < 10; k++) {
+            fprintf(stderr, "%-19s", labels[k]);
+            if (isfinite(v[k]))
+                fprintf(stderr, formats[k], v[k]);
+            else
+                fputs("n/a", stderr);
+            fputc('\n', stderr);
+        }
+    }
     if (!su->stats_json)
         return 0;
     static const char *const keys[10] = {
@@ -310,17 +361,25 @@ int cli_sim(int argc, char **argv)
 {
     sim_setup su;
     parse_sim(argc, argv, &su);
+    /* every frame file checked before the input is read */
+    if (su.dir) {
+        int rc = output_set_open(su.dir, frame_files(su.frames, su.every), frame_file_name, &su);
+        if (rc)
+            return rc;
+    }
     ns_particle_file file = {0};
     if (su.input) {
         int rc = cli_read_particles(su.input, &file);
-        if (rc)
-            return rc;
-        if (file.columns != 4 || file.n == 0) {
+        if (rc == 0 && (file.columns != 4 || file.n == 0)) {
             cli_say(file.columns != 4 ? "%s: the simulation needs particles with radii (x,y,z,r)"
                                       : "%s: no particles (the simulation needs at least one)",
                     su.input);
+            rc = EXIT_USAGE;
+        }
+        if (rc) {
             ns_particle_file_free(&file);
-            return EXIT_USAGE;
+            output_set_discard();
+            return rc;
         }
         su.n = file.n;
     }
@@ -349,6 +408,10 @@ int cli_sim(int argc, char **argv)
         rc = run_frames(sim, &su, &state, &totals);
         if (rc == 0 && (su.stats || su.stats_json))
             rc = print_stats(sim, &su, &totals, released0);
+    }
+    if (su.dir && (rc != 0 || !output_set_commit())) {
+        output_set_discard();
+        rc = rc ? rc : EXIT_FAIL;
     }
     ns_sim_destroy(sim);
     ns_particle_file_free(&file);

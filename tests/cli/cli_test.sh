@@ -1568,16 +1568,58 @@ case_sim_err_bad_values() {
     message_matches 'frobnicate' "unknown option"
 }
 case_sim_err_write_fails() {
-    # frame 5 cannot be written (a folder of that name): exit 1, one line, and
-    # nothing left but what was complete before
+    # frame 5 cannot be written (a folder of that name): refused before the
+    # first frame is written, exit 1, one line naming it; the frames of an
+    # earlier run stay exactly as they were, and nothing is added
     mkdir od od/frame-000005.csv
+    printf '%s\n' "$PRECIOUS" >od/frame-000000.csv
+    printf '%s\n' "$PRECIOUS" >od/box.csv
     run wf sim --n 50 --frames 12 --every 5 --output-dir od
     [ "$RC" -eq 1 ] || fail "sim with an unwritable frame: exit $RC, want 1 (a write error)"
     [ "$(wc -l <"$K/wf.err")" -eq 1 ] || fail "sim with an unwritable frame: stderr is not one line"
     grep -Fq frame-000005.csv "$K/wf.err" || fail "the message does not name the frame: $(head -1 "$K/wf.err")"
     note "$(head -1 "$K/wf.err")"
     sim_dir_is od box.csv frame-000000.csv frame-000005.csv
-    sim_check_frame od/frame-000000.csv 50 od/box.csv "the frame before the failure"
+    [ "$(cat od/frame-000000.csv)" = "$PRECIOUS" ] || fail "an earlier frame 0 was replaced by a failed run"
+    [ "$(cat od/box.csv)" = "$PRECIOUS" ] || fail "an earlier box.csv was replaced by a failed run"
+    # the same when the input cannot be read: checked first, nothing written
+    rmdir od/frame-000005.csv
+    printf 'x,y,z,r\n0,0,0,bad\n' >bad.csv
+    run bad sim --input bad.csv --frames 12 --every 5 --output-dir od
+    [ "$RC" -eq 2 ] || fail "sim --input of a bad file: exit $RC, want 2"
+    sim_dir_is od box.csv frame-000000.csv
+    [ "$(cat od/frame-000000.csv)" = "$PRECIOUS" ] || fail "a bad input replaced an earlier frame"
+}
+
+# A run stopped by SIGTERM while it writes its frames leaves the folder as it
+# was: the earlier run's frames unchanged, none of the new ones, and no private
+# folder (.nsearch.*) behind.
+case_sim_sigterm_frames() {
+    mkdir od
+    ok first sim --n 100 --frames 4 --every 2 --output-dir od || return
+    (cd od && ls -A | LC_ALL=C sort && cat -- *) >"$K/before"
+    start_bg sim --n 3000 --frames 100000 --output-dir od
+    local start=$SECONDS staged=0
+    shopt -s nullglob dotglob
+    while kill -0 "$BGPID" 2>/dev/null && [ $((SECONDS - start)) -lt 60 ]; do
+        local files=(od/.nsearch.*/frame-000003.csv)
+        if [ "${#files[@]}" -gt 0 ]; then
+            staged=1
+            break
+        fi
+        sleep 0.01
+    done
+    shopt -u nullglob dotglob
+    [ "$staged" -eq 1 ] || fail "no frame was seen being written within 60 s"
+    kill -TERM "$BGPID" 2>/dev/null
+    wait_bg 15
+    [ "$BGRC" -ne 0 ] || fail "sim exited 0 after SIGTERM"
+    note "exit status after SIGTERM: $BGRC"
+    (cd od && ls -A | LC_ALL=C sort && cat -- *) >"$K/after"
+    if ! cmp -s "$K/before" "$K/after"; then
+        fail "SIGTERM: the folder changed (new frames, or a private folder left behind):"
+        diff "$K/before" "$K/after" | head -5 | sed 's/^/    /'
+    fi
 }
 
 # ------------------------------------------- output targets (README, "Output files")
@@ -1715,21 +1757,36 @@ case_output_targets() {
     [ -e no-such-dir ] && fail "--output no-such-dir/p.csv created the folder"
 }
 
-# The same rules for the simulation's frame files: a frame that is a symbolic
-# link is written through it; one with another hard link is refused.
+# The simulation's frame files are a set written into their folder: a frame
+# name that is a symbolic link or has another hard link is refused before any
+# frame is written (the folder as it was); a regular file is replaced keeping
+# its mode.
 case_output_sim_frames() {
     mkdir od
     printf '%s\n' "$PRECIOUS" >real0
     ln -s ../real0 od/frame-000000.csv
-    ok links sim --n 50 --frames 2 --output-dir od || return
+    run links sim --n 50 --frames 2 --output-dir od
+    [ "$RC" -eq 1 ] || fail "sim onto a symbolic link: exit $RC, want 1"
+    grep -Fq frame-000000.csv "$K/links.err" || fail "the message does not name the link: $(head -1 "$K/links.err")"
     [ -L od/frame-000000.csv ] || fail "sim replaced the symbolic link frame-000000.csv"
-    sim_check_frame real0 50 od/box.csv "frame 0 written through its link"
+    [ "$(cat real0)" = "$PRECIOUS" ] || fail "sim wrote through the symbolic link"
+    sim_dir_is od frame-000000.csv || return
+    rm od/frame-000000.csv
     printf '%s\n' "$PRECIOUS" >od/frame-000002.csv
     ln od/frame-000002.csv keep
     run hard sim --n 50 --frames 2 --output-dir od
     [ "$RC" -eq 1 ] || fail "sim onto a hard-linked frame: exit $RC, want 1"
     [ "$(cat keep)" = "$PRECIOUS" ] || fail "sim changed a hard-linked frame"
+    sim_dir_is od frame-000002.csv || return
+    rm keep
+    chmod 0640 od/frame-000002.csv
+    ok mode sim --n 50 --frames 2 --output-dir od || return
     sim_dir_is od box.csv frame-000000.csv frame-000001.csv frame-000002.csv
+    [ "$(mode_of od/frame-000002.csv)" = 640 ] || fail "a replaced frame has mode $(mode_of od/frame-000002.csv), want 640 (kept)"
+    local new_mode
+    new_mode=$(printf '%o' $((0666 & ~$(umask))))
+    [ "$(mode_of od/frame-000001.csv)" = "$new_mode" ] || fail "a new frame has mode $(mode_of od/frame-000001.csv), want $new_mode (0666 less the umask)"
+    sim_check_frame od/frame-000002.csv 50 od/box.csv "a replaced frame"
 }
 
 # A file of another owner when the caller cannot give a new file that owner:

@@ -37,20 +37,19 @@ static struct {
     char staging[PATH_MAX + 32];
     char current[PATH_MAX + OUTPUT_NAME_MAX + 1]; /* the file being written, for messages */
     int dir_fd, staging_fd;
-    size_t count;
     atomic_size_t created;
     output_name_fn name;
     const void *ctx;
 } set;
 static atomic_int set_state = TEMP_NONE;
 
-/* Removes what the set's private folder holds, and the folder; safe in a
- * signal handler. */
-static void remove_staged(void)
+/* Removes the set's files from first on from its private folder, then the
+ * folder; safe in a signal handler. */
+static void remove_staged(size_t first)
 {
     size_t made = atomic_load(&set.created);
     char name[OUTPUT_NAME_MAX];
-    for (size_t k = 0; k < made; k++) {
+    for (size_t k = first; k < made; k++) {
         set.name(k, set.ctx, name);
         unlinkat(set.staging_fd, name, 0);
     }
@@ -82,7 +81,7 @@ static void on_signal(int sig)
         committing = state == TEMP_COMMITTING;
     state = TEMP_ACTIVE;
     if (atomic_compare_exchange_strong(&set_state, &state, TEMP_DYING))
-        remove_staged();
+        remove_staged(0);
     else
         committing = committing || state == TEMP_COMMITTING;
     if (committing)
@@ -99,7 +98,7 @@ static void on_exit_remove(void)
         unlink(temp_path);
     state = TEMP_ACTIVE;
     if (atomic_compare_exchange_strong(&set_state, &state, TEMP_NONE))
-        remove_staged();
+        remove_staged(0);
 }
 
 static void catch_signal(int sig)
@@ -411,7 +410,7 @@ int output_set_open(const char *dir, size_t count, output_name_fn name, const vo
     set.dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (set.dir_fd < 0)
         return refuse(dir, "cannot open the folder: %s", strerror(errno));
-    set.count = count, set.name = name, set.ctx = ctx;
+    set.name = name, set.ctx = ctx;
     atomic_store(&set.created, 0);
     char member[OUTPUT_NAME_MAX];
     for (size_t k = 0; k < count; k++) {
@@ -483,7 +482,7 @@ void output_set_discard(void)
     int state = TEMP_ACTIVE;
     if (!atomic_compare_exchange_strong(&set_state, &state, TEMP_NONE))
         return;
-    remove_staged();
+    remove_staged(0);
     close(set.staging_fd);
     close(set.dir_fd);
 }
@@ -504,12 +503,8 @@ bool output_set_commit(void)
         member_path(moved, name);
         cli_say("%s: cannot replace it: %s (the %zu files before it were replaced)", set.current,
                 strerror(saved), moved);
-        for (size_t k = moved; k < made; k++) {
-            set.name(k, set.ctx, name);
-            unlinkat(set.staging_fd, name, 0);
-        }
     }
-    rmdir(set.staging);
+    remove_staged(moved);
     close(set.staging_fd);
     close(set.dir_fd);
     atomic_store(&set_state, TEMP_NONE);

@@ -277,7 +277,7 @@ static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *stat
     memset(t, 0, sizeof *t);
     if (su->dir && (!write_box(&su->prm) || !write_frame(1, state)))
         return EXIT_FAIL;
-    size_t file = 2; /* the next frame file */
+    size_t file = 2; /* the next frame file: frame_number() says which frame it holds */
     for (size_t f = 1; f <= su->frames; f++) {
         ns_sim_frame fr;
         ns_error err;
@@ -290,7 +290,8 @@ static int run_frames(ns_sim *sim, const sim_setup *su, const ns_particles *stat
         t->integrate_s += fr.integrate_s;
         t->contacts += fr.contacts;
         t->rebuilds += fr.rebuilt;
-        if (su->dir && (f % su->every == 0 || f == su->frames) && !write_frame(file++, state))
+        if (su->dir && frame_number(su->frames, su->every, file - 1) == f &&
+            !write_frame(file++, state))
             return EXIT_FAIL;
     }
     return 0;

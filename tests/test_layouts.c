@@ -16,7 +16,8 @@
  *                       touching pairs and chains, over a range of densities
  *   straddle_zero       lattices around 0 at exact multiples of the cell size,
  *                       -0, denormals, with and without far particles
- *   crowded_one_cell    3000 particles in one cell (mixed and uniform radii)
+ *   crowded_one_cell    2000 particles in one cell (mixed and uniform radii), twice
+ *                       what grid_sorted gathers into its scratch
  *   crowded_coincident  1500 coincident particles (and variants)
  *   crowded_neighbours  a crowded cell next to normal cells; a neighbourhood
  *                       crowded by many moderately full cells
@@ -165,7 +166,12 @@ static void expect_exact(const char *what, const ns_particles *p, int flags)
             tl_copy_list(&first, &got);
             have_first = 1;
         } else if (K->stable_order) {
-            same_order(&first, &got, "threads=1 vs this thread count");
+            /* the raw list the first thread count's was, which was checked
+             * sorted: sorting it again would check nothing new (and the sorts
+             * of the crowded sets were most of this program's time under
+             * AddressSanitizer) */
+            if (same_order(&first, &got, "threads=1 vs this thread count"))
+                continue;
         }
         ns_contact_list_sort(&got);
         tl_lists_equal(&ref, &got, ctx);
@@ -618,38 +624,40 @@ static void t_crowded_one_cell(int argc, char **argv)
     REQUIRE(argc == 1);
     tested = tl_kernel(argv[0]);
     uint64_t rng = 5005;
+    enum { CROWD = 2000 }; /* about twice what grid_sorted gathers at once (1024) */
     const double origins[][3] = {{2, 2, 2}, {-1, -1, -1}, {-1, 0, -1}};
+    char what[200];
     for (size_t o = 0; o < 3; o++) {
-        /* 3000 in [0.05, 0.95)^3 + origin: one cell of side 1 (r max 0.5) */
+        /* CROWD in [0.05, 0.95)^3 + origin: one cell of side 1 (r max 0.5) */
         tl_set s;
-        tl_set_init(&s, 3000);
+        tl_set_init(&s, CROWD);
         for (size_t i = 0; i < s.n; i++)
             tl_set_put(&s, i, (float)(origins[o][0] + (double)tl_rng_float(&rng, 0.05f, 0.95f)),
                        (float)(origins[o][1] + (double)tl_rng_float(&rng, 0.05f, 0.95f)),
                        (float)(origins[o][2] + (double)tl_rng_float(&rng, 0.05f, 0.95f)),
                        mixed_radius(&rng, 0.5f));
-        char what[200];
-        snprintf(what, sizeof what, "3000 in one cell at (%g, %g, %g), mixed radii", origins[o][0],
+        snprintf(what, sizeof what, "%d in one cell at (%g, %g, %g), mixed radii", CROWD, origins[o][0],
                  origins[o][1], origins[o][2]);
         expect_exact_set(what, &s, OWN_REFERENCE);
         if (o == 0) {
-            snprintf(what, sizeof what, "3000 in one cell at (%g, %g, %g)", origins[o][0],
+            snprintf(what, sizeof what, "%d in one cell at (%g, %g, %g)", CROWD, origins[o][0],
                      origins[o][1], origins[o][2]);
             expect_exact_uniform(what, &s, 0.5f, 0);
         }
         if (o == 1) {
             tl_add_particle(&s, 5e6f, 5e6f, -5e6f, 0.5f);
             snprintf(what, sizeof what,
-                     "3000 in one cell at (-1, -1, -1) + a particle at 5e6, mixed radii");
+                     "%d in one cell at (-1, -1, -1) + a particle at 5e6, mixed radii", CROWD);
             expect_exact_set(what, &s, 0);
         }
         tl_set_free(&s);
     }
-    /* 3000 in a tiny box (side 1e-3) with a uniform radius: every pair touches */
+    /* CROWD in a tiny box (side 1e-3) with a uniform radius: every pair touches */
     tl_set t;
     tl_set_init(&t, 0);
-    add_cloud(&t, 3000, -0.5, 0.25, 0.75, 0.0f, 1e-3f, 0.5f, 0.5f, &rng);
-    expect_exact_uniform("3000 in a box of side 1e-3", &t, 0.5f, 0);
+    add_cloud(&t, CROWD, -0.5, 0.25, 0.75, 0.0f, 1e-3f, 0.5f, 0.5f, &rng);
+    snprintf(what, sizeof what, "%d in a box of side 1e-3", CROWD);
+    expect_exact_uniform(what, &t, 0.5f, 0);
     tl_set_free(&t);
 }
 

@@ -16,7 +16,7 @@
  *                       touching pairs and chains, over a range of densities
  *   straddle_zero       lattices around 0 at exact multiples of the cell size,
  *                       -0, denormals, with and without far particles
- *   crowded_one_cell    2000 particles in one cell (mixed and uniform radii), twice
+ *   crowded_one_cell    2000 particles in one cell (mixed and uniform radii), about twice
  *                       what grid_sorted gathers into its scratch
  *   crowded_coincident  1500 coincident particles (and variants)
  *   crowded_neighbours  a crowded cell next to normal cells; a neighbourhood
@@ -166,9 +166,9 @@ static void expect_exact(const char *what, const ns_particles *p, int flags)
             tl_copy_list(&first, &got);
             have_first = 1;
         } else if (K->stable_order) {
-            /* the raw list the first thread count's was, which was checked
-             * sorted: sorting it again would check nothing new (and the sorts
-             * of the crowded sets were most of this program's time under
+            /* identical to the first thread count's raw list, which was
+             * checked sorted below: sorting this one again checks nothing
+             * new (those sorts were most of this program's time under
              * AddressSanitizer) */
             if (same_order(&first, &got, "threads=1 vs this thread count"))
                 continue;
@@ -636,8 +636,8 @@ static void t_crowded_one_cell(int argc, char **argv)
                        (float)(origins[o][1] + (double)tl_rng_float(&rng, 0.05f, 0.95f)),
                        (float)(origins[o][2] + (double)tl_rng_float(&rng, 0.05f, 0.95f)),
                        mixed_radius(&rng, 0.5f));
-        snprintf(what, sizeof what, "%d in one cell at (%g, %g, %g), mixed radii", CROWD, origins[o][0],
-                 origins[o][1], origins[o][2]);
+        snprintf(what, sizeof what, "%d in one cell at (%g, %g, %g), mixed radii", CROWD,
+                 origins[o][0], origins[o][1], origins[o][2]);
         expect_exact_set(what, &s, OWN_REFERENCE);
         if (o == 0) {
             snprintf(what, sizeof what, "%d in one cell at (%g, %g, %g)", CROWD, origins[o][0],

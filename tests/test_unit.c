@@ -715,6 +715,43 @@ static void t_contact_list_sort(int argc, char **argv)
     copy.count = n;
     ns_contact_list_sort(&l);
     tl_lists_equal(&copy, &l, "sorting twice");
+
+    /* indices dense enough for the counting sort: a particle with 600
+     * contacts given in falling j (a crowded pile's bucket, longer than the
+     * insertion sort takes), others with a few, shuffled; every pair once
+     * in the result, in (i, j) order, with its payload */
+    const uint32_t particles = 1000;
+    l.count = 0;
+    for (uint32_t j = 600; j >= 1; j--)
+        l.items[l.count++] = (ns_contact){.i = 0, .j = j, .overlap = (float)j};
+    for (uint32_t i = 1; i + 5 < particles && l.count < n; i++)
+        for (uint32_t d = 1 + i % 5; d >= 1 && l.count < n; d--)
+            l.items[l.count++] = (ns_contact){.i = i, .j = i + d, .nx = (float)i};
+    for (size_t k = l.count - 1; k > 0; k--) {
+        size_t r = (size_t)(tl_rng(&rng) % (k + 1));
+        ns_contact t = l.items[k];
+        l.items[k] = l.items[r];
+        l.items[r] = t;
+    }
+    size_t dense = l.count;
+    ns_contact_list_sort(&l);
+    check_set_context("ns_contact_list_sort of %zu contacts among %u particles", dense,
+                      (unsigned)particles);
+    CHECK_EQ_U(l.count, dense);
+    disorder = payload = 0;
+    for (size_t k = 0; k < l.count; k++) {
+        const ns_contact *c = &l.items[k];
+        if (k > 0) {
+            const ns_contact *p = &l.items[k - 1];
+            disorder += !(p->i < c->i || (p->i == c->i && p->j < c->j));
+        }
+        payload += c->i == 0 ? c->overlap != (float)c->j : c->nx != (float)c->i;
+    }
+    CHECK_EQ_U(disorder, 0);
+    CHECK_EQ_U(payload, 0);
+    CHECK_EQ_U(l.items[0].j, 1);
+    CHECK_EQ_U(l.items[599].j, 600);
+    CHECK_EQ_U(l.items[600].i, 1);
     ns_contact_list_free(&copy);
     ns_contact_list_free(&l);
 }

@@ -429,21 +429,52 @@ static int compare_contacts(const void *a, const void *b)
     return 0;
 }
 
-/* One stable counting-sort pass by i (by_i) or j, from src to dst. */
-static void sort_pass(const ns_contact *src, ns_contact *dst, size_t count, size_t *start,
-                      size_t keys, bool by_i)
+/* One bucket's contacts (one i) put in j order: by insertion when short,
+ * by qsort otherwise (a crowded pile gives a particle thousands). */
+static void sort_bucket(ns_contact *c, size_t count)
+{
+    if (count > 32) {
+        qsort(c, count, sizeof *c, compare_contacts);
+        return;
+    }
+    for (size_t k = 1; k < count; k++) {
+        ns_contact x = c[k];
+        size_t m = k;
+        for (; m > 0 && c[m - 1].j > x.j; m--)
+            c[m] = c[m - 1];
+        c[m] = x;
+    }
+}
+
+/* A radix sort by i in two passes that each write to at most 256 places
+ * at once (a scatter to one place per particle misses the TLB on almost
+ * every contact once there are thousands of particles): by i's high bits
+ * into a copy, then each of those parts, a few hundred kilobytes at most
+ * for a few million contacts, by i back into the list; each particle's
+ * contacts then put in j order where they lie. O(count + n) when it can
+ * have the memory (the copy); qsort otherwise. */
+enum { SORT_WAYS = 256 };
+
+/* A counting sort of src[0 .. count) by i - base (< keys) into dst, then
+ * each particle's contacts by j; start has room for keys + 1. */
+static void sort_part(const ns_contact *src, ns_contact *dst, size_t count, uint32_t base,
+                      size_t keys, size_t *start)
 {
     memset(start, 0, (keys + 1) * sizeof *start);
     for (size_t k = 0; k < count; k++)
-        start[(by_i ? src[k].i : src[k].j) + 1]++;
+        start[src[k].i - base + 1]++;
     for (size_t key = 1; key <= keys; key++)
         start[key] += start[key - 1];
+    /* start[key] runs to the end of its particle's contacts, which is
+     * start[key + 1] before the scatter */
     for (size_t k = 0; k < count; k++)
-        dst[start[by_i ? src[k].i : src[k].j]++] = src[k];
+        dst[start[src[k].i - base]++] = src[k];
+    for (size_t key = 0, lo = 0; key < keys; key++) {
+        sort_bucket(dst + lo, start[key] - lo);
+        lo = start[key];
+    }
 }
 
-/* A radix sort (by j, then stably by i) in O(count + n) when it can have
- * the memory; qsort otherwise. */
 void ns_contact_list_sort(ns_contact_list *list)
 {
     if (!list || list->count < 2)
@@ -452,13 +483,29 @@ void ns_contact_list_sort(ns_contact_list *list)
     for (size_t k = 0; k < list->count; k++)
         max_index = list->items[k].j > max_index ? list->items[k].j : max_index;
     size_t keys = (size_t)max_index + 1;
+    int shift = 0; /* the parts: i >> shift, fewer than SORT_WAYS */
+    while ((max_index >> shift) >= SORT_WAYS)
+        shift++;
+    size_t part_keys = (size_t)1 << shift;
     size_t *start = list->count >= 256 && keys <= 4 * list->count
-                        ? ns__malloc_array(keys + 1, sizeof *start)
+                        ? ns__malloc_array(part_keys + 1, sizeof *start)
                         : NULL;
     ns_contact *tmp = start ? ns__malloc_array(list->count, sizeof *tmp) : NULL;
     if (tmp) {
-        sort_pass(list->items, tmp, list->count, start, keys, false);
-        sort_pass(tmp, list->items, list->count, start, keys, true);
+        ns_contact *items = list->items;
+        size_t part[SORT_WAYS + 1] = {0};
+        for (size_t k = 0; k < list->count; k++)
+            part[(items[k].i >> shift) + 1]++;
+        for (size_t w = 1; w <= SORT_WAYS; w++)
+            part[w] += part[w - 1];
+        size_t at[SORT_WAYS];
+        memcpy(at, part, sizeof at);
+        for (size_t k = 0; k < list->count; k++)
+            tmp[at[items[k].i >> shift]++] = items[k];
+        for (size_t w = 0; w < SORT_WAYS; w++)
+            if (part[w + 1] > part[w])
+                sort_part(tmp + part[w], items + part[w], part[w + 1] - part[w],
+                          (uint32_t)(w << shift), part_keys, start);
     } else {
         qsort(list->items, list->count, sizeof(ns_contact), compare_contacts);
     }

@@ -130,7 +130,10 @@ typedef struct ns_contact {
 } ns_contact;
 
 /* A growable contact list the caller owns and reuses across searches. After
- * a failed search count is 0; the memory is kept. */
+ * a failed search count is 0; the memory is kept. A search that needs more
+ * room than it has grows it with room to spare (an eighth more than its
+ * contacts, or doubling as it fills), within max_contacts, so that a list
+ * reused while the count creeps up (a simulation's) is seldom reallocated. */
 typedef struct ns_contact_list {
     ns_contact *items;
     size_t count;

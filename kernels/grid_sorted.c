@@ -2055,7 +2055,7 @@ typedef struct state {
     ns__u32s records;      /* the other particle of each */
     ns__buf record_hits;   /* uint16_t: levels per particle, level by level */
     ns__buf unit_record;   /* size_t: per unit, its first record, or UNRECORDED */
-    size_t records_wanted; /* for the next query: the last one's contacts and an eighth */
+    size_t records_last;   /* for the next query: the last one's contacts */
     size_t n;
 } state;
 
@@ -2241,13 +2241,15 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
     if (st != NS_OK)
         return st;
     /* nothing kept that this build does not use (a previous one may have
-     * had more levels): info() reports what the index holds */
+     * had more levels): info() reports what the index holds. The class
+     * counts (S->threads, a few hundred bytes per thread) every build with
+     * per-particle radii uses are kept, so that a simulation's builds,
+     * frame after frame, allocate nothing. */
     for (int l = S->levels; l < LEVELS; l++)
         level_free(&S->level[l]);
     if (S->levels == 1) {
         ns__u32s_free(&S->ids);
         ns__buf_free(&S->split);
-        ns__buf_free(&S->threads);
     }
     S->unit_first[0] = 0;
     for (int l = 0; l < S->levels; l++)
@@ -2841,16 +2843,16 @@ static bool sparse(size_t contacts, size_t pairs)
     return pairs / SPARSE > contacts;
 }
 
-/* Room to record a query's contacts (see recorder), as many as the last
- * query found and an eighth, with a scratch's worth per thread to spare:
- * false (nothing recorded, every unit tested again) for the first query of
- * an index, or when the memory is not there. */
+/* Room to record a query's contacts (see recorder), at least as many as
+ * the last query found with a scratch's worth per thread to spare (grown to
+ * that and an eighth): false (nothing recorded, every unit tested again) for
+ * the first query of an index, or when the memory is not there. */
 static bool reserve_records(state *S, const ns__input *in)
 {
-    if (S->records_wanted == 0 || in->n > SIZE_MAX / LEVELS)
+    if (S->records_last == 0 || in->n > SIZE_MAX / LEVELS)
         return false;
     size_t spare = (size_t)in->threads * (SCRATCH + 2 * LANES);
-    return ns__u32s_reserve(&S->records, S->records_wanted + spare) &&
+    return ns__u32s_grow(&S->records, S->records_last + spare) &&
            ns__buf_reserve(&S->record_hits, in->n * (size_t)S->levels, sizeof(uint16_t)) &&
            ns__buf_reserve(&S->unit_record, units_of(S), sizeof(size_t));
 }
@@ -2863,10 +2865,10 @@ static ns_status query(void *p, const ns__input *in, ns_contact_list *list, size
     bool recorded = reserve_records(S, in);
     ns_status st = count_units(S, in, 0, units_of(S), recorded, &total, &pairs, err);
     if (st == NS_OK) /* a refused count is some number over the limit */
-        S->records_wanted = total + total / 8;
+        S->records_last = total;
     *candidates += pairs;
     if (st == NS_OK)
-        st = ns__contact_list_grow(list, total, total, in->threads, err);
+        st = ns__contact_list_grow(list, total, in->max_contacts, in->threads, err);
     if (st != NS_OK)
         return st;
     if (total > 0)

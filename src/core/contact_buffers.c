@@ -143,14 +143,9 @@ ns_status ns__tbufs_merge(ns__tbufs *t, ns_contact_list *list, size_t max_contac
         return oom ? ns__fail_oom(err, "a per-thread contact buffer")
                    : ns__too_many_contacts(err, max_contacts);
     }
-    if (total > list->capacity) {
-        /* a little room to grow into, never beyond the limit */
-        size_t want = total + total / 8;
-        ns_status s = ns__contact_list_grow(
-            list, want > total && want <= max_contacts ? want : total, total, t->count, err);
-        if (s != NS_OK)
-            return s;
-    }
+    ns_status s = ns__contact_list_grow(list, total, max_contacts, t->count, err);
+    if (s != NS_OK)
+        return s;
     size_t *offset = ns__malloc_array((size_t)t->count, sizeof(size_t));
     if (!offset)
         return ns__fail_oom(err, "merge offsets");

@@ -202,6 +202,12 @@ bool ns__buf_reserve(ns__buf *b, size_t wanted, size_t elem)
     return true;
 }
 
+bool ns__buf_grow(ns__buf *b, size_t wanted, size_t elem)
+{
+    size_t more = wanted + wanted / 8;
+    return wanted <= b->capacity || ns__buf_reserve(b, more > wanted ? more : wanted, elem);
+}
+
 void ns__buf_free(ns__buf *b)
 {
     ns__free(b->a);
@@ -209,14 +215,26 @@ void ns__buf_free(ns__buf *b)
     b->capacity = 0;
 }
 
-bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
+/* ns__buf_reserve (grow false) or ns__buf_grow on v. */
+static bool u32s_resize(ns__u32s *v, size_t wanted, bool grow)
 {
     ns__buf b = {v->a, v->capacity};
-    if (!ns__buf_reserve(&b, wanted, sizeof(uint32_t)))
+    if (!(grow ? ns__buf_grow(&b, wanted, sizeof(uint32_t))
+               : ns__buf_reserve(&b, wanted, sizeof(uint32_t))))
         return false;
     v->a = b.a;
     v->capacity = b.capacity;
     return true;
+}
+
+bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
+{
+    return u32s_resize(v, wanted, false);
+}
+
+bool ns__u32s_grow(ns__u32s *v, size_t wanted)
+{
+    return u32s_resize(v, wanted, true);
 }
 
 void ns__u32s_free(ns__u32s *v)
@@ -406,10 +424,13 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
  * growing it brought, up to the filled contacts about to be written, is
  * made present first. A list with room already (a reused one) is left as
  * it is. */
-ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
-                                ns_error *err)
+ns_status ns__contact_list_grow(ns_contact_list *list, size_t filled, size_t max_contacts,
+                                int threads, ns_error *err)
 {
     size_t had = list ? list->capacity : 0;
+    size_t wanted = filled + filled / 8;
+    if (filled <= had || wanted < filled || wanted > max_contacts)
+        wanted = filled;
     ns_status st = ns_contact_list_reserve(list, wanted, err);
     if (st != NS_OK)
         return st;

@@ -28,6 +28,10 @@ typedef struct ns__buf {
 /* Ensures capacity >= wanted elements of elem bytes (old content is not
  * kept); false when out of memory (the old block is kept). */
 bool ns__buf_reserve(ns__buf *b, size_t wanted, size_t elem);
+/* The same with room to grow: short of wanted, b grows to wanted and an
+ * eighth, so that a buffer sized at every search by a count that creeps up
+ * (the contacts of a simulation's frames) is not reallocated every time. */
+bool ns__buf_grow(ns__buf *b, size_t wanted, size_t elem);
 void ns__buf_free(ns__buf *b);
 
 /* The same for index arrays, typed. */
@@ -37,6 +41,7 @@ typedef struct ns__u32s {
 } ns__u32s;
 /* Ensures capacity >= wanted (old content is not kept); false when out of memory. */
 bool ns__u32s_reserve(ns__u32s *v, size_t wanted);
+bool ns__u32s_grow(ns__u32s *v, size_t wanted);
 void ns__u32s_free(ns__u32s *v);
 
 /* The range of radii where the float predicate below is exact: 0, or
@@ -158,11 +163,14 @@ static inline uint32_t ns__hash_cell(int64_t cx, int64_t cy, int64_t cz, size_t 
     return (uint32_t)(((h >> 32) * (uint64_t)table_size) >> 32);
 }
 
-/* ns_contact_list_reserve(list, wanted), then, where the list grew, its new
- * pages up to contact filled (the contacts a search is about to write with
- * threads threads) made present in parallel first (see core.c). */
-ns_status ns__contact_list_grow(ns_contact_list *list, size_t wanted, size_t filled, int threads,
-                                ns_error *err);
+/* Room in list for the filled contacts a search is about to write with
+ * threads threads (filled <= max_contacts): a list with less grows to filled
+ * and an eighth more, within max_contacts, so that a list reused while its
+ * count creeps up (a simulation's, frame after frame) is not reallocated and
+ * copied at every search; its new pages up to contact filled made present in
+ * parallel first (see core.c). */
+ns_status ns__contact_list_grow(ns_contact_list *list, size_t filled, size_t max_contacts,
+                                int threads, ns_error *err);
 
 /* Appends to a contact list, growing it; checks max_contacts. */
 ns_status ns__list_push_slow(ns_contact_list *list, const ns_contact *c, size_t max_contacts,

@@ -205,7 +205,7 @@ static ns_status neighbour_lists(ns_sim *sim, ns_error *err)
         return ns__fail(err, NS_ERR_TOO_LARGE, NS_NO_PARTICLE,
                         "%zu contacts are too many for the simulation's neighbour lists", c);
     if (!ns__u32s_reserve(&sim->row, n + 1) || !ns__u32s_reserve(&sim->fill, n + 1) ||
-        !ns__u32s_reserve(&sim->nbr, 2 * c) || !ns__buf_reserve(&sim->share, 2 * c, sizeof(float)))
+        !ns__u32s_grow(&sim->nbr, 2 * c) || !ns__buf_grow(&sim->share, 2 * c, sizeof(float)))
         return ns__fail_oom(err, "the simulation's neighbour lists");
     uint32_t *row = sim->row.a, *fill = sim->fill.a, *nbr = sim->nbr.a;
     memset(row, 0, (n + 1) * sizeof *row);

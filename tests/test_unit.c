@@ -724,9 +724,11 @@ static void t_contact_list_sort(int argc, char **argv)
     l.count = 0;
     for (uint32_t j = 600; j >= 1; j--)
         l.items[l.count++] = (ns_contact){.i = 0, .j = j, .overlap = (float)j};
-    for (uint32_t i = 1; i + 5 < particles && l.count < n; i++)
-        for (uint32_t d = 1 + i % 5; d >= 1 && l.count < n; d--)
+    for (uint32_t i = 1; i + 5 < particles && l.count < n - 1; i++)
+        for (uint32_t d = 1 + i % 5; d >= 1 && l.count < n - 1; d--)
             l.items[l.count++] = (ns_contact){.i = i, .j = i + d, .nx = (float)i};
+    /* and one pair given as (j, i), its i past every j: a caller's list */
+    l.items[l.count++] = (ns_contact){.i = 5 * particles, .j = 1, .nx = 5.0f * particles};
     for (size_t k = l.count - 1; k > 0; k--) {
         size_t r = (size_t)(tl_rng(&rng) % (k + 1));
         ns_contact t = l.items[k];
@@ -752,6 +754,7 @@ static void t_contact_list_sort(int argc, char **argv)
     CHECK_EQ_U(l.items[0].j, 1);
     CHECK_EQ_U(l.items[599].j, 600);
     CHECK_EQ_U(l.items[600].i, 1);
+    CHECK_EQ_U(l.items[dense - 1].i, 5 * particles);
     ns_contact_list_free(&copy);
     ns_contact_list_free(&l);
 }

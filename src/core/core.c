@@ -500,9 +500,12 @@ void ns_contact_list_sort(ns_contact_list *list)
 {
     if (!list || list->count < 2)
         return;
-    uint32_t max_index = 0;
-    for (size_t k = 0; k < list->count; k++)
-        max_index = list->items[k].j > max_index ? list->items[k].j : max_index;
+    uint32_t max_index = 0; /* of i and j: a caller's list need not have i < j */
+    for (size_t k = 0; k < list->count; k++) {
+        const ns_contact *c = &list->items[k];
+        uint32_t m = c->i > c->j ? c->i : c->j;
+        max_index = m > max_index ? m : max_index;
+    }
     size_t keys = (size_t)max_index + 1;
     int shift = 0; /* the parts: i >> shift, fewer than SORT_WAYS */
     while ((max_index >> shift) >= SORT_WAYS)

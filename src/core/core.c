@@ -202,10 +202,17 @@ bool ns__buf_reserve(ns__buf *b, size_t wanted, size_t elem)
     return true;
 }
 
+/* n and an eighth more, or n when that would pass most (or overflow): the
+ * room a buffer or list grows to (ns__buf_grow, ns__contact_list_grow). */
+static size_t with_room(size_t n, size_t most)
+{
+    size_t more = n + n / 8;
+    return more >= n && more <= most ? more : n;
+}
+
 bool ns__buf_grow(ns__buf *b, size_t wanted, size_t elem)
 {
-    size_t more = wanted + wanted / 8;
-    return wanted <= b->capacity || ns__buf_reserve(b, more > wanted ? more : wanted, elem);
+    return wanted <= b->capacity || ns__buf_reserve(b, with_room(wanted, SIZE_MAX), elem);
 }
 
 void ns__buf_free(ns__buf *b)
@@ -215,26 +222,19 @@ void ns__buf_free(ns__buf *b)
     b->capacity = 0;
 }
 
-/* ns__buf_reserve (grow false) or ns__buf_grow on v. */
-static bool u32s_resize(ns__u32s *v, size_t wanted, bool grow)
+bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
 {
     ns__buf b = {v->a, v->capacity};
-    if (!(grow ? ns__buf_grow(&b, wanted, sizeof(uint32_t))
-               : ns__buf_reserve(&b, wanted, sizeof(uint32_t))))
+    if (!ns__buf_reserve(&b, wanted, sizeof(uint32_t)))
         return false;
     v->a = b.a;
     v->capacity = b.capacity;
     return true;
 }
 
-bool ns__u32s_reserve(ns__u32s *v, size_t wanted)
-{
-    return u32s_resize(v, wanted, false);
-}
-
 bool ns__u32s_grow(ns__u32s *v, size_t wanted)
 {
-    return u32s_resize(v, wanted, true);
+    return wanted <= v->capacity || ns__u32s_reserve(v, with_room(wanted, SIZE_MAX));
 }
 
 void ns__u32s_free(ns__u32s *v)
@@ -428,10 +428,8 @@ ns_status ns__contact_list_grow(ns_contact_list *list, size_t filled, size_t max
                                 int threads, ns_error *err)
 {
     size_t had = list ? list->capacity : 0;
-    size_t wanted = filled + filled / 8;
-    if (filled <= had || wanted < filled || wanted > max_contacts)
-        wanted = filled;
-    ns_status st = ns_contact_list_reserve(list, wanted, err);
+    ns_status st =
+        ns_contact_list_reserve(list, filled <= had ? filled : with_room(filled, max_contacts), err);
     if (st != NS_OK)
         return st;
     size_t end = filled < list->capacity ? filled : list->capacity;
@@ -476,20 +474,27 @@ static void sort_bucket(ns_contact *c, size_t count)
  * have the memory (the copy); qsort otherwise. */
 enum { SORT_WAYS = 256 };
 
-/* A counting sort of src[0 .. count) by i - base (< keys) into dst, then
- * each particle's contacts by j; start has room for keys + 1. */
-static void sort_part(const ns_contact *src, ns_contact *dst, size_t count, uint32_t base,
-                      size_t keys, size_t *start)
+/* A counting sort of src[0 .. count) by the key (i - base) >> shift (<
+ * keys) into dst; start has room for keys + 1, and afterwards start[key] is
+ * where key's contacts end in dst (and key + 1's begin). */
+static void scatter_by_i(const ns_contact *src, ns_contact *dst, size_t count, uint32_t base,
+                         int shift, size_t keys, size_t *start)
 {
     memset(start, 0, (keys + 1) * sizeof *start);
     for (size_t k = 0; k < count; k++)
-        start[src[k].i - base + 1]++;
+        start[((src[k].i - base) >> shift) + 1]++;
     for (size_t key = 1; key <= keys; key++)
         start[key] += start[key - 1];
-    /* start[key] runs to the end of its particle's contacts, which is
-     * start[key + 1] before the scatter */
     for (size_t k = 0; k < count; k++)
-        dst[start[src[k].i - base]++] = src[k];
+        dst[start[(src[k].i - base) >> shift]++] = src[k];
+}
+
+/* src[0 .. count), whose i are base .. base + keys - 1, into dst in (i, j)
+ * order; start has room for keys + 1. */
+static void sort_part(const ns_contact *src, ns_contact *dst, size_t count, uint32_t base,
+                      size_t keys, size_t *start)
+{
+    scatter_by_i(src, dst, count, base, 0, keys, start);
     for (size_t key = 0, lo = 0; key < keys; key++) {
         sort_bucket(dst + lo, start[key] - lo);
         lo = start[key];
@@ -516,20 +521,14 @@ void ns_contact_list_sort(ns_contact_list *list)
                         : NULL;
     ns_contact *tmp = start ? ns__malloc_array(list->count, sizeof *tmp) : NULL;
     if (tmp) {
-        ns_contact *items = list->items;
-        size_t part[SORT_WAYS + 1] = {0};
-        for (size_t k = 0; k < list->count; k++)
-            part[(items[k].i >> shift) + 1]++;
-        for (size_t w = 1; w <= SORT_WAYS; w++)
-            part[w] += part[w - 1];
-        size_t at[SORT_WAYS];
-        memcpy(at, part, sizeof at);
-        for (size_t k = 0; k < list->count; k++)
-            tmp[at[items[k].i >> shift]++] = items[k];
-        for (size_t w = 0; w < SORT_WAYS; w++)
-            if (part[w + 1] > part[w])
-                sort_part(tmp + part[w], items + part[w], part[w + 1] - part[w],
-                          (uint32_t)(w << shift), part_keys, start);
+        size_t part[SORT_WAYS + 1];
+        scatter_by_i(list->items, tmp, list->count, 0, shift, SORT_WAYS, part);
+        for (size_t w = 0, lo = 0; w < SORT_WAYS; w++) {
+            if (part[w] > lo)
+                sort_part(tmp + lo, list->items + lo, part[w] - lo, (uint32_t)(w << shift),
+                          part_keys, start);
+            lo = part[w];
+        }
     } else {
         qsort(list->items, list->count, sizeof(ns_contact), compare_contacts);
     }

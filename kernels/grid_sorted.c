@@ -1000,7 +1000,8 @@ typedef struct scratch {
     uint32_t id[SCRATCH];     /* the caller's index */
     uint32_t sorted[SCRATCH]; /* the sorted index, when recording (see recorder) */
     unsigned char hit[SCRATCH];
-    uint16_t at[SCRATCH]; /* the candidates that touch, compacted */
+    uint16_t at[SCRATCH];     /* the candidates that touch, compacted */
+    uint64_t blocks[SCRATCH]; /* per own particle, its blocks within reach (reach_contacts()) */
     uint32_t own, padded;
     bool record; /* fill sorted[] */
 } scratch;
@@ -1886,6 +1887,12 @@ static inline uint32_t own_contacts(scratch *sc, const view *v, uint32_t q, uint
 
 /* The contacts of a gathered cell whose particles test only the cells
  * within their reach (see cell_reach), counted, recorded when rc is on.
+ * Every particle's blocks are found first, then tested: the reach of one
+ * particle (a chain of dependent operations, then a reduction) no longer
+ * waits behind the tests of the one before, and the reaches of the cell's
+ * particles overlap. powder's and polydisperse's search took about 5 %
+ * less time at 100,000 particles (polydisperse 4.6 % at 1,000,000; 2
+ * threads, medians of 14 alternations inside one process).
  * Kept out of cell_contacts(): inlined there, it slowed the cells that
  * test every candidate by 8 % (uniform's count pass). */
 __attribute__((noinline)) static size_t reach_contacts(scratch *sc, const view *v,
@@ -1893,11 +1900,15 @@ __attribute__((noinline)) static size_t reach_contacts(scratch *sc, const view *
                                                        recorder *rc, size_t *tested)
 {
     size_t hits = 0;
+    uint64_t *blocks = sc->blocks;
+    size_t pairs = 0;
     for (uint32_t q = 0; q < sc->own; q++) {
-        uint64_t blocks = blocks_after(reach_blocks(re, sc->x[q], sc->y[q], sc->z[q], sc->r[q]), q);
-        *tested += (size_t)__builtin_popcountll(blocks) * LANES;
-        hits += own_contacts(sc, v, q, blocks, first, rc);
+        blocks[q] = blocks_after(reach_blocks(re, sc->x[q], sc->y[q], sc->z[q], sc->r[q]), q);
+        pairs += (size_t)__builtin_popcountll(blocks[q]);
     }
+    *tested += pairs * LANES;
+    for (uint32_t q = 0; q < sc->own; q++)
+        hits += own_contacts(sc, v, q, blocks[q], first, rc);
     return hits;
 }
 

@@ -890,11 +890,11 @@ static inline void cell_runs(const level *s, const view *v, const ns__grid *g, s
  * took 8-9 % less time at 20,000, 100,000 and 1,000,000 particles,
  * uniform's 2 % less, dambreak's, polydisperse's and sheet's the same (2
  * threads, medians of 6-10 alternations inside one process; spans of up
- * to 4 cells and 12, 15 particles did as well, 8 particles or 2 cells
- * less). Returns the number of cells. Only in the
- * finest level (the only one with one level): a coarser level's particles
- * also search the finer levels, and its records (see expand_unit()) are
- * laid out cell by cell, each cell's own contacts then those across. */
+ * to 4 cells and 12 or 15 particles did as well, 8 particles or 2 cells
+ * less). Returns the number of cells. Used in the finest level only (the
+ * one level of a one-level grid): a coarser level's particles also search
+ * the finer levels, and its records (see expand_unit()) are laid out cell
+ * by cell, each cell's own contacts, then those across levels. */
 enum { SPAN_CELLS = 4, SPAN_PARTICLES = 12 };
 static inline size_t span_of(const level *s, const view *v, size_t c, size_t c1)
 {
@@ -1901,12 +1901,12 @@ __attribute__((noinline)) static size_t reach_contacts(scratch *sc, const view *
 {
     size_t hits = 0;
     uint64_t *blocks = sc->blocks;
-    size_t pairs = 0;
+    size_t listed = 0; /* blocks of LANES candidates */
     for (uint32_t q = 0; q < sc->own; q++) {
         blocks[q] = blocks_after(reach_blocks(re, sc->x[q], sc->y[q], sc->z[q], sc->r[q]), q);
-        pairs += (size_t)__builtin_popcountll(blocks[q]);
+        listed += (size_t)__builtin_popcountll(blocks[q]);
     }
-    *tested += pairs * LANES;
+    *tested += listed * LANES;
     for (uint32_t q = 0; q < sc->own; q++)
         hits += own_contacts(sc, v, q, blocks[q], first, rc);
     return hits;

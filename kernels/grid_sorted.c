@@ -35,9 +35,11 @@
  * that touch, their fields gathered afterwards) and
  * their values computed by a second vectorised loop, then streamed to the
  * list (a crowded neighbourhood that does not fit the scratch is tested run
- * by run).
- * The query runs twice over blocks of cells in parallel: first counting the
- * contacts of each block, then writing each block's contacts at its offset
+ * by run; a few sparse cells of a row are gathered and tested as one, see
+ * span_of()).
+ * The query runs twice over units of cells in parallel (runs of cells that
+ * hold at least UNIT_PARTICLES particles, see plan_units()): first counting
+ * the contacts of each unit, then writing each unit's contacts at its offset
  * in the caller's list, so no per-thread buffer is merged and the order of the
  * contacts does not depend on the thread count. Inside a cell the particles
  * keep the caller's order, so the whole result is deterministic. From the

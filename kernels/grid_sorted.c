@@ -50,9 +50,10 @@
  * contact) the query takes three quarters of the time.
  * Mixed radii are split into levels of cells by radius class, each such a
  * grid (see "Mixed radii" below).
- * O(n / T) time, at most 40 bytes per particle with one level, 20 more
- * with several, and for the records 4.5 bytes per contact of the last query
- * and 2 per particle and level (see info()). */
+ * O(n / T) time, at most 40 bytes per particle with one level, 4 more
+ * with several (each particle's index, level by level), and for the
+ * records 4.5 bytes per contact of the last query and 2 per particle and
+ * level (see info()). */
 #include "kernel.h"
 
 #include <omp.h>
@@ -98,6 +99,8 @@ typedef struct level {
     float ru;
     size_t units; /* runs of cells: the parallel work */
     size_t n;
+    const uint32_t *ids; /* while a level of several is sorted: the caller's index of its
+                          * particle i (see caller_index()); NULL: the caller's particle i */
 } level;
 
 /* The sorted arrays, as the loops read them. */
@@ -106,6 +109,17 @@ typedef struct view {
     float ru;
     const uint32_t *order, *start;
 } view;
+
+/* The caller's index of a level's particle i. The counting sort numbers a
+ * level's particles 0 .. n - 1 (key[], its shares); from its scatter on,
+ * order[] holds the caller's indices, so that every later step reads the
+ * caller's positions and radii as a single level does. A level of several
+ * reads them through its ids rather than a copy of its particles, which
+ * another thread would have written (see split_levels()). */
+static inline size_t caller_index(const level *s, size_t i)
+{
+    return s->ids ? s->ids[i] : i;
+}
 
 static void level_free(level *s)
 {
@@ -267,7 +281,7 @@ static inline size_t dense_cell(const level *s, const int64_t c[3])
  * local cell. */
 static inline uint32_t particle_key(const level *s, const ns__input *in, size_t i)
 {
-    const float *p = in->pos + 3 * i;
+    const float *p = in->pos + 3 * caller_index(s, i);
     int64_t c[3];
     cell_of(&in->grid, p[0], p[1], p[2], c);
     if (s->layout != DENSE) {
@@ -289,6 +303,7 @@ static void sort_stable(level *s, const ns__input *in, uint32_t *group, size_t k
                         long long shares, uint32_t *table)
 {
     uint32_t *key = s->key.a, *order = s->order.a;
+    const uint32_t *ids = s->ids;
     long long n = (long long)in->n, nk = (long long)keys;
     size_t sum[SHARES + 1];
 #pragma omp parallel num_threads(in->threads)
@@ -333,7 +348,7 @@ static void sort_stable(level *s, const ns__input *in, uint32_t *group, size_t k
         for (long long t = 0; t < shares; t++) {
             uint32_t *mine = table + (size_t)t * keys;
             for (long long i = n * t / shares; i < n * (t + 1) / shares; i++)
-                order[mine[key[i]]++] = (uint32_t)i;
+                order[mine[key[i]]++] = ids ? ids[i] : (uint32_t)i;
         }
     }
     group[keys] = (uint32_t)n;
@@ -374,7 +389,7 @@ static bool sort_by_key(level *s, const ns__input *in, uint32_t *group, size_t k
         uint32_t at;
 #pragma omp atomic capture
         at = group[key[i] + 1]++;
-        order[at] = (uint32_t)i;
+        order[at] = (uint32_t)caller_index(s, (size_t)i);
     }
     return false;
 }
@@ -579,10 +594,8 @@ static view view_of(const level *s)
                   .start = s->start.a};
 }
 
-/* Positions (and radii) into cell order; with ids (a level's particles:
- * the caller's index of each), order[] renumbered to the caller's indices
- * on the way. */
-static void gather(const level *s, const ns__input *in, const uint32_t *ids)
+/* Positions (and radii) into cell order. */
+static void gather(const level *s, const ns__input *in)
 {
     view v = view_of(s);
     float *x = (float *)v.x, *y = (float *)v.y, *z = (float *)v.z, *r = (float *)v.r;
@@ -597,8 +610,6 @@ static void gather(const level *s, const ns__input *in, const uint32_t *ids)
         z[p] = pos[3 * i + 2];
         if (r)
             r[p] = in->radius[i];
-        if (ids)
-            order[p] = ids[i];
     }
 }
 
@@ -651,7 +662,7 @@ static ns_status build_blocked(level *s, const ns__input *in, bool *fits, ns_err
 #pragma omp for schedule(static)
         for (long long i = 0; i < n; i++) {
             int64_t c[3], b[3];
-            particle_block(in, s->shift, (uint32_t)i, c, b);
+            particle_block(in, s->shift, (uint32_t)caller_index(s, (size_t)i), c, b);
             size_t k = coarse_index(s, b);
             uint32_t marked;
 #pragma omp atomic read
@@ -706,11 +717,13 @@ static bool plan_units(level *s)
 }
 
 /* One level's grid of the particles in: all of them (ids NULL), or one
- * level's, ids[i] the caller's index of its particle i. */
+ * level's, ids[i] the caller's index of its particle i (in->n of them; in's
+ * arrays are the caller's). */
 static ns_status build_level(level *s, const ns__input *in, const uint32_t *ids, ns_error *err)
 {
     size_t n = in->n;
     s->n = n;
+    s->ids = ids;
     s->grid = in->grid;
     s->radii = in->radius != NULL;
     s->ru = in->radius_uniform;
@@ -737,7 +750,7 @@ static ns_status build_level(level *s, const ns__input *in, const uint32_t *ids,
         return st;
     if (!plan_units(s))
         return ns__fail_oom(err, "grid_sorted's units");
-    gather(s, in, ids);
+    gather(s, in);
     return NS_OK;
 }
 
@@ -2143,7 +2156,6 @@ typedef struct state {
     size_t unit_first[LEVELS + 1];     /* of each level, counted over all levels */
     ns__u32s ids;       /* more than one level: n, the caller's index of each particle,
                          * level by level (each in the caller's order) */
-    ns__buf split;      /* more than one level: their positions (3 n), then radii (n) */
     ns__buf threads;    /* more than one level: size_t, particles per share and class, then
                          * each share's first place in each level (split_levels()) */
     ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
@@ -2164,7 +2176,6 @@ static void destroy(void *p)
     for (int l = 0; l < LEVELS; l++)
         level_free(&S->level[l]);
     ns__u32s_free(&S->ids);
-    ns__buf_free(&S->split);
     ns__buf_free(&S->threads);
     ns__buf_free(&S->unit_total);
     ns__buf_free(&S->batch);
@@ -2174,10 +2185,15 @@ static void destroy(void *p)
     ns__free(S);
 }
 
-/* The particles copied level by level into S->split, each level in the
- * caller's order (the particles are cut into one share per thread, and a
- * share's particles of a level go after the shares before it), from the
- * counts plan_levels() left in S->threads. */
+/* The caller's index of each particle, level by level into S->ids, each
+ * level in the caller's order (the particles are cut into one share per
+ * thread, and a share's particles of a level go after the shares before
+ * it), from the counts plan_levels() left in S->threads. Only the indices:
+ * the levels' builds read the caller's positions and radii through them.
+ * A copy of those (16 bytes a particle), written here by one thread and
+ * read by the other in the sort and the gather, made powder's build at
+ * 100,000 particles slower on 2 threads than on 1 on a 2-vCPU EPYC
+ * (moving cache lines between the cores cost more than the copy saved). */
 static void split_levels(state *S, const ns__input *in, const plan *pl)
 {
     int L = pl->levels;
@@ -2192,8 +2208,7 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
         }
     const classes cl = pl->classes; /* as plan_levels() classed them; a copy the stores
                                      * below cannot alias */
-    const float *pos = in->pos, *rad = in->radius;
-    float *to = S->split.a, *to_r = to + 3 * n;
+    const float *rad = in->radius;
     uint32_t *ids = S->ids.a;
 #pragma omp parallel for num_threads(in->threads) schedule(static, 1)
     for (long long t = 0; t < shares; t++) {
@@ -2204,52 +2219,29 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
         memcpy(mine, place + (size_t)t * (size_t)L, (size_t)L * sizeof *mine);
         size_t end = share_first(n, t + 1, shares);
         for (size_t i = share_first(n, t, shares); i < end; i++) {
-            size_t slot = mine[pl->level_of_class[radius_class(&cl, rad[i])]]++;
-            ids[slot] = (uint32_t)i;
-            to_r[slot] = rad[i];
-            for (int a = 0; a < 3; a++)
-                to[3 * slot + (size_t)a] = pos[3 * i + (size_t)a];
+            ids[mine[pl->level_of_class[radius_class(&cl, rad[i])]]++] = (uint32_t)i;
         }
     }
 }
 
-/* The bounding box of the m positions pos (m > 0), over threads. Apart from
- * split_levels(), whose loop would otherwise carry each level's box from
- * one particle to the next through memory. The positions are read as one
- * array of floats, BOX_LANES at a time, each lane with bounds of its own
- * (lane j holds axis j % 3), so that the compiler vectorises the loop; the
- * lanes are folded by axis at the end. One position at a time, powder's
- * two boxes took 1.9 ms of its build at 1,000,000 (2 threads). */
-enum { BOX_LANES = 48 };
-
-static void bounds(const float *pos, size_t m, int threads, float lo[3], float hi[3])
+/* The bounding box of the caller's particles ids[0 .. m) (m > 0), over
+ * threads. Its own loop, apart from split_levels(), whose loop would
+ * otherwise carry each level's box from one particle to the next through
+ * memory (powder's two boxes took 1.9 ms of its build at 1,000,000
+ * particles that way, 2 threads); here the box stays in registers. A
+ * level's ids rise, so pos is read forwards. */
+static void bounds(const float *pos, const uint32_t *ids, size_t m, int threads, float lo[3],
+                   float hi[3])
 {
     float l0 = INFINITY, l1 = INFINITY, l2 = INFINITY, h0 = -INFINITY, h1 = -INFINITY,
           h2 = -INFINITY;
-    long long whole = (long long)(3 * m / BOX_LANES);
+    long long count = (long long)m;
     /* clang-format off */
-#pragma omp parallel num_threads(threads) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
+#pragma omp parallel for num_threads(threads) schedule(static) \
+    reduction(min : l0, l1, l2) reduction(max : h0, h1, h2)
     /* clang-format on */
-    {
-        float bl[BOX_LANES], bh[BOX_LANES];
-        for (int j = 0; j < BOX_LANES; j++)
-            bl[j] = INFINITY, bh[j] = -INFINITY;
-#pragma omp for schedule(static)
-        for (long long c = 0; c < whole; c++) {
-            const float *x = pos + (size_t)c * BOX_LANES;
-            for (int j = 0; j < BOX_LANES; j++) {
-                bl[j] = x[j] < bl[j] ? x[j] : bl[j];
-                bh[j] = x[j] > bh[j] ? x[j] : bh[j];
-            }
-        }
-        for (int j = 0; j < BOX_LANES; j += 3) {
-            l0 = bl[j] < l0 ? bl[j] : l0, h0 = bh[j] > h0 ? bh[j] : h0;
-            l1 = bl[j + 1] < l1 ? bl[j + 1] : l1, h1 = bh[j + 1] > h1 ? bh[j + 1] : h1;
-            l2 = bl[j + 2] < l2 ? bl[j + 2] : l2, h2 = bh[j + 2] > h2 ? bh[j + 2] : h2;
-        }
-    }
-    for (size_t i = (size_t)whole * BOX_LANES / 3; i < m; i++) {
-        const float *x = pos + 3 * i;
+    for (long long k = 0; k < count; k++) {
+        const float *x = pos + 3 * (size_t)ids[k];
         l0 = x[0] < l0 ? x[0] : l0, h0 = x[0] > h0 ? x[0] : h0;
         l1 = x[1] < l1 ? x[1] : l1, h1 = x[1] > h1 ? x[1] : h1;
         l2 = x[2] < l2 ? x[2] : l2, h2 = x[2] > h2 ? x[2] : h2;
@@ -2270,8 +2262,8 @@ static bool level_grid(const ns__input *in, float max_radius, const float lo[3],
     return ns__grid_set_cells(g) < 0;
 }
 
-/* More than one level: each level's particles split out, its grid built,
- * its sorted particles renumbered to the caller's indices. *one: a level's
+/* More than one level: each level's particles listed (their caller's
+ * indices, S->ids), its grid built over its own bounding box. *one: a level's
  * grid is out of range, or a finer level's would not be dense (the cross
  * search reads rows of a dense grid; the fill that starts a level makes
  * that rare), so build a single level instead. */
@@ -2279,7 +2271,7 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
                               ns_error *err)
 {
     size_t n = in->n;
-    if (!ns__u32s_reserve(&S->ids, n) || !ns__buf_reserve(&S->split, 4 * n, sizeof(float)))
+    if (!ns__u32s_reserve(&S->ids, n))
         return ns__fail_oom(err, "grid_sorted's levels");
     split_levels(S, in, pl);
     ns__grid grid[LEVELS];
@@ -2288,8 +2280,7 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
         sub.n = pl->count[l];
         level dense = {.layout = DENSE};
         float lo[3], hi[3];
-        bounds((const float *)S->split.a + 3 * S->particle_first[l], pl->count[l], in->threads, lo,
-               hi);
+        bounds(in->pos, S->ids.a + S->particle_first[l], pl->count[l], in->threads, lo, hi);
         if (!level_grid(in, pl->max_radius[l], lo, hi, &sub.grid) ||
             (l > 0 && !choose_dense(&dense, &sub))) {
             *one = true;
@@ -2297,16 +2288,13 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
         }
         grid[l] = sub.grid;
     }
-    const float *split = S->split.a;
     for (int l = 0; l < pl->levels; l++) {
-        size_t first = S->particle_first[l];
-        ns__input sub = *in;
+        ns__input sub = *in; /* the caller's arrays, read through the level's ids */
         sub.n = pl->count[l];
-        sub.pos = split + 3 * first;
-        sub.radius = split + 3 * n + first;
         sub.grid = grid[l];
         level *s = &S->level[l];
-        ns_status st = build_level(s, &sub, (const uint32_t *)S->ids.a + first, err);
+        ns_status st = build_level(s, &sub, S->ids.a + S->particle_first[l], err);
+        s->ids = NULL; /* order[] holds the caller's indices (or the build failed) */
         if (st != NS_OK)
             return st;
     }
@@ -2346,7 +2334,6 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         level_free(&S->level[l]);
     if (S->levels == 1) {
         ns__u32s_free(&S->ids);
-        ns__buf_free(&S->split);
     }
     S->unit_first[0] = 0;
     for (int l = 0; l < S->levels; l++)
@@ -3028,8 +3015,7 @@ static void info(const void *p, ns_index_info *info)
         [DENSE] = "dense", [BLOCKED] = "blocked", [HASHED] = "hashed"};
     info->bytes += sizeof *S + S->unit_total.capacity * sizeof(size_t) +
                    S->batch.capacity * sizeof(ns_contact) + S->ids.capacity * sizeof(uint32_t) +
-                   S->split.capacity * sizeof(float) + S->threads.capacity * sizeof(size_t) +
-                   S->records.capacity * sizeof(uint32_t) +
+                   S->threads.capacity * sizeof(size_t) + S->records.capacity * sizeof(uint32_t) +
                    S->record_hits.capacity * sizeof(uint16_t) +
                    S->unit_record.capacity * sizeof(size_t);
     info->layout = names[S->level[0].layout];

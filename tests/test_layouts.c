@@ -1321,6 +1321,66 @@ static void t_grid_sorted_levels(int argc, char **argv)
         tl_set_free(&s[k]);
 }
 
+/* Levels whose coarsest is not dense (blocked, hashed): a level's sort
+ * reads the caller's positions through the level's list of indices on every
+ * layout's path. Such a build needs many particles (a second level starts
+ * only where the smaller particles would crowd the coarser cells 32 deep,
+ * and the coarser level goes sparse only past 4,096 cells), too many for
+ * the O(n^2) reference in a test, so hash_serial (itself checked against
+ * naive on every workload and pitfall) is the reference here, exactly. */
+static void t_grid_sorted_levels_sparse(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    tested = tl_kernel("grid_sorted");
+    const ns_kernel *reference = tl_kernel("hash_serial");
+    uint64_t rng = 7070;
+    enum { SETS = 2 };
+    tl_set s[SETS];
+    for (int k = 0; k < SETS; k++)
+        tl_set_init(&s[k], 0);
+    /* 200,000 of radius 0.24 (34 per cell of the first level), then 200 of
+     * 0.5 in two far corners of the cube (a few blocks of cells hold them),
+     * or spread over it (too many blocks): the first level's particles are
+     * not the caller's first */
+    for (int k = 0; k < SETS; k++)
+        add_cloud(&s[k], 200000, 0, 0, 0, 0.0f, 18.0f, 0.24f, 0.24f, &rng);
+    add_cloud(&s[0], 100, 0, 0, 0, 0.0f, 3.0f, 0.5f, 0.5f, &rng);
+    add_cloud(&s[0], 100, 15, 15, 15, 0.0f, 3.0f, 0.5f, 0.5f, &rng);
+    add_cloud(&s[1], 200, 0, 0, 0, 0.0f, 18.0f, 0.5f, 0.5f, &rng);
+    const char *layout[SETS] = {"blocked", "hashed"};
+    const char *what[SETS] = {
+        "200,000 of radius 0.24, 200 of 0.5 in two corners (a blocked first level)",
+        "200,000 of radius 0.24, 200 of 0.5 spread (a hashed first level)"};
+    ns_contact_list ref, got;
+    ns_contact_list_init(&ref);
+    ns_contact_list_init(&got);
+    for (int k = 0; k < SETS; k++) {
+        check_set_context("%s", what[k]);
+        ns_index_info info;
+        built_info(&s[k], &info);
+        CHECK_MSG(info.levels == 2, "%s: %d levels, not 2", what[k], info.levels);
+        CHECK_MSG(strcmp(info.layout, layout[k]) == 0, "%s: the first level %s, not %s", what[k],
+                  info.layout, layout[k]);
+        ns_particles p = tl_particles(&s[k]);
+        CHECK_STATUS(tl_find(reference, &p, NULL, &ref, NULL), NS_OK, NULL);
+        CHECK_MSG(ref.count > 0, "the set has no contacts: the case is vacuous");
+        for (int threads = 1; threads <= 2; threads++) {
+            ns_config cfg = ns_config_default();
+            cfg.threads = threads;
+            cfg.exact_threads = true;
+            check_set_context("%s: threads=%d", what[k], threads);
+            CHECK_STATUS(tl_find(tested, &p, &cfg, &got, NULL), NS_OK, NULL);
+            tl_lists_equal(&ref, &got, what[k]);
+        }
+        printf("%-80s %s, %zu contacts\n", what[k], info.layout, ref.count);
+    }
+    ns_contact_list_free(&ref);
+    ns_contact_list_free(&got);
+    for (int k = 0; k < SETS; k++)
+        tl_set_free(&s[k]);
+}
+
 static const tl_case cases[] = {
     {"thread_order", .run_args = t_thread_order, .ctests = thread_order_ctests},
     {"far_particles", .run_args = t_far_particles, .each_kernel = true},
@@ -1338,6 +1398,8 @@ static const tl_case cases[] = {
      .ctest_name = "unit/grid_sorted_layouts", .label = "unit"},
     {"grid_sorted_levels", .run_args = t_grid_sorted_levels,
      .ctest_name = "unit/grid_sorted_levels", .label = "unit"},
+    {"grid_sorted_levels_sparse", .run_args = t_grid_sorted_levels_sparse,
+     .ctest_name = "unit/grid_sorted_levels_sparse", .label = "unit"},
     {"count_errors", .run_args = t_count_errors, .ctest_name = "unit/index_count_errors",
      .label = "unit"},
     {"count_trivial", .run_args = t_count_trivial, .ctest_name = "unit/index_count_trivial",

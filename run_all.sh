@@ -29,6 +29,10 @@ Usage:
                                                equivalent within the band, inconclusive);
                                                refused when commit or flags differ unless
                                                --allow-different-builds
+  ./run_all.sh --ab REV [AB OPTIONS]           the library at git revision REV (a) against the
+                                               working tree (b), both loaded into one process
+                                               and timed in turn: each one's median and b/a
+                                               with 95% intervals and a verdict
   ./run_all.sh --help
 
 Sweep options:
@@ -58,6 +62,16 @@ Sim options:
   --skin D            the skin of the reuse line, grid_sorted+skin (default 0.1)
   --gif-n N           particles in the animation (default 5,000; 0: no animation)
 
+A/B options (--ab):
+  --kernel K          the kernel (default grid_sorted)
+  --workloads A,B     workloads (default uniform)
+  --n N,M             particle counts (default 100000)
+  --threads 1,2       thread counts (default: all cores)
+  --rounds R          rounds, each an index of each build, their repetitions interleaved
+                      (default 12)
+  --repetitions M     repetitions per build and round (default 5)
+  --min-time S        seconds each repetition runs at least, the search repeated (default 0.02)
+
 The sweep's settled workload, and every --sim run, start from settled piles kept in
 results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
 
@@ -70,7 +84,9 @@ bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.
 count, so an interruption loses nothing measured). A --sim run writes results/<machine>/<UTC
 timestamp>-sim/: sim.tsv (one row per run), sim_run.json (commit, tool version and code
 path, CPU, threads, start date and load), sim_summary.md, figures/sim_fps.png, .svg
-and figures/sim_settle.gif. Exit status: 1 when any kernel's contacts
+and figures/sim_settle.gif. An --ab run writes results/<machine>/<UTC timestamp>-ab/:
+ab.json (every repetition, the two builds' names, CPU, date, load) and ab.md (the
+table). Exit status: 1 when any kernel's contacts
 differ from the reference or a configuration fails with an error, 2 on a usage error.
 
 Environment: NS_WERROR=ON turns warnings into errors (CI sets it); JOBS sets the
@@ -304,6 +320,54 @@ sim_mode() {
     log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"
 }
 
+# --ab REV: the library of revision REV (exported with git archive) and of
+# the working tree, each built as a shared library in a temporary folder,
+# then harness/ab.py runs nsearch-ab over the configurations. Refused when
+# the public header differs: nsearch-ab hands one build's configuration and
+# contact lists to the other.
+ab_mode() {
+    [ $# -ge 1 ] && [ "${1#-}" = "$1" ] || die "--ab needs a git revision (e.g. --ab HEAD)"
+    local rev=$1 commit
+    shift
+    local args=("$@")
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --kernel|--workloads|--n|--threads|--rounds|--repetitions|--min-time)
+                if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi
+                shift ;;
+            *) die "unknown option for --ab: $1 (./run_all.sh --help lists them)" ;;
+        esac
+        shift
+    done
+    commit=$(git rev-parse --verify --quiet "$rev^{commit}") || die "--ab: no such revision: $rev"
+    git diff --quiet "$commit" -- include/nsearch.h ||
+        die "--ab: include/nsearch.h differs between $rev and the working tree; nsearch-ab needs one header"
+    ensure_packages "${SWEEP_PACKAGES[@]}"
+    build_release
+    local work side
+    temp_dir work
+    mkdir "$work/tree"
+    git archive "$commit" | tar -x -C "$work/tree" || die "--ab: cannot export $rev"
+    for side in a b; do
+        local src=$work/tree
+        [ $side = b ] && src=$ROOT
+        log "building the shared library of $([ $side = a ] && echo "$rev" || echo "the working tree")"
+        cmake -S "$src" -B "$work/$side" -DCMAKE_BUILD_TYPE=Release -DNS_NATIVE=OFF \
+            -DBUILD_SHARED_LIBS=ON -DNS_BUILD_TESTS=OFF -DNS_BUILD_BENCH=OFF -DNS_LAYER_CHECK=OFF \
+            -DNS_PEERS=OFF >/dev/null || die "--ab: cannot configure $side"
+        cmake --build "$work/$side" --target nsearch -j "$(jobs)" >/dev/null ||
+            die "--ab: cannot build $side"
+    done
+    local here dir
+    here=$(git rev-parse --short HEAD)
+    git diff --quiet HEAD -- || here="$here+modified"
+    dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-ab"
+    "$PY" harness/ab.py --tool build/release/nsearch-ab --a "$work/a/libnsearch.so" \
+        --b "$work/b/libnsearch.so" --a-name "$rev ($(git rev-parse --short "$commit"))" \
+        --b-name "the working tree ($here)" --out "$dir" "${args[@]}"
+    log "results: $dir (ab.json, ab.md)"
+}
+
 # The sweep's options, known before anything is installed or built: a
 # mistyped one is one line and exit 2 (harness/sweep.py checks the values).
 check_sweep_options() {
@@ -350,6 +414,7 @@ case "${1:-}" in
     --plots) shift; plots_mode "$@" ;;
     --sim) shift; sim_mode "$@" ;;
     --compare) shift; compare_mode "$@" ;;
+    --ab) shift; ab_mode "$@" ;;
     -h|--help) usage ;;
     *) sweep_mode "$@" ;;
 esac

@@ -17,6 +17,8 @@ Every derived figure takes its interval from the same replicates:
                                                             # x bound, 1 -> all cores,
                                                             # doubling t(2n) / t(n)
     geometric_mean(*ratios).interval()                      # over n
+    paired_ratio(b_rounds, a_rounds).interval()             # b / a measured side by
+                                                            # side (nsearch-ab)
     slope(ns, estimates).interval()                         # exponent k of t ~ n^k
 
 A configuration's replicates come from a Generator seeded by its name, so a
@@ -62,17 +64,20 @@ def _rounds(rounds):
     return out
 
 
-def replicates(rounds, B=DEFAULT_B, rng=None):
+def replicates(rounds, B=DEFAULT_B, rng=None, chosen=None):
     """B bootstrap medians of rounds (a list of arrays of repetition times): rounds
     resampled with replacement, inside each chosen round its repetitions with
-    replacement, pooled, np.median. rng: a Generator, or a name to seed one."""
+    replacement, pooled, np.median. rng: a Generator, or a name to seed one.
+    chosen: the rounds each replicate takes (B x rounds indices), when they
+    are drawn elsewhere (paired_ratio())."""
     rounds = _rounds(rounds)
     rng = _generator(rng)
     sizes = np.array([r.size for r in rounds])
     table = np.full((len(rounds), sizes.max()), np.nan)
     for i, r in enumerate(rounds):
         table[i, :r.size] = r
-    chosen = rng.integers(0, len(rounds), size=(B, len(rounds)))        # rounds
+    if chosen is None:
+        chosen = rng.integers(0, len(rounds), size=(B, len(rounds)))    # rounds
     chosen_sizes = sizes[chosen][..., None]
     picks = rng.integers(0, chosen_sizes, size=(B, len(rounds), sizes.max()))  # repetitions
     sample = table[chosen[..., None], picks]
@@ -137,6 +142,21 @@ def ratio(num_rounds, den_rounds, B=DEFAULT_B, rng=None):
     rng = _generator(rng)
     num = bootstrap(num_rounds, B, rng)
     return derived(np.divide, num, bootstrap(den_rounds, B, rng))
+
+
+def paired_ratio(num_rounds, den_rounds, B=DEFAULT_B, rng=None):
+    """Estimate of median(num) / median(den) where round i of each was measured
+    side by side (the same process, the same minutes: nsearch-ab): a replicate
+    draws the rounds once for both, then each round's repetitions of each
+    anew, so what a round shares between the two (the machine's state then)
+    stays paired and the interval is that of the difference between them."""
+    num, den = _rounds(num_rounds), _rounds(den_rounds)
+    if len(num) != len(den):
+        raise ValueError("paired rounds: as many of each")
+    rng = _generator(rng)
+    chosen = rng.integers(0, len(num), size=(B, len(num)))
+    value = np.median(np.concatenate(num)) / np.median(np.concatenate(den))
+    return Estimate(value, replicates(num, B, rng, chosen) / replicates(den, B, rng, chosen))
 
 
 def ratio_interval(num_rounds, den_rounds, B=DEFAULT_B, rng=None, confidence=CONFIDENCE):

@@ -260,17 +260,23 @@ def part_name(r, g, t):
     return f"r{r}-g{g:03d}-t{t}"
 
 
-def run_unit(a, dir_, unit):
-    r, g, w, n, t, names = unit
-    part = os.path.join(dir_, "parts", part_name(r, g, t))
-    # the wait policy in the environment, so nsearch-bench need not restart itself
-    # to apply it: 1-thread processes have no worker to keep spinning
+def process_env(t, wait_policy="auto"):
+    """The environment of a timed process of t threads: pinned, and the wait
+    policy in the environment, so the process need not restart itself to
+    apply it (auto: 1-thread processes have no worker to keep spinning)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(t), OMP_PROC_BIND="close", OMP_PLACES="cores")
-    policy = a.wait_policy if a.wait_policy != "auto" else "passive" if t == 1 else "active"
+    policy = wait_policy if wait_policy != "auto" else "passive" if t == 1 else "active"
     if policy == "default":
         env.pop("OMP_WAIT_POLICY", None)
     else:
         env["OMP_WAIT_POLICY"] = policy
+    return env
+
+
+def run_unit(a, dir_, unit):
+    r, g, w, n, t, names = unit
+    part = os.path.join(dir_, "parts", part_name(r, g, t))
+    env = process_env(t, a.wait_policy)
     args = [a.bench] + bench_args(a, t) + [
         "--no-results", "--reference-dir", os.path.join(dir_, "reference"),
         f"--benchmark_filter=^[^/]+/{re.escape(w)}/n:{n}/threads:{t}/",
@@ -280,7 +286,7 @@ def run_unit(a, dir_, unit):
         f"--benchmark_out={part}.json.tmp", "--benchmark_out_format=json"]
     if a.min_time:
         args.append(f"--benchmark_min_time={a.min_time}")
-    if policy == "default":  # else nsearch-bench would set its own default, active
+    if "OMP_WAIT_POLICY" not in env:  # default: else nsearch-bench would set its own, active
         args += ["--wait-policy", "default"]
     with open(part + ".log", "w") as logf:
         rc = subprocess.run(args, stdout=logf, stderr=subprocess.STDOUT, env=env).returncode

@@ -131,6 +131,16 @@ options)
     [ $rc -eq 2 ] && [ ! -s "$scratch/out.txt" ] || fail "--kernels without a value: exit $rc"
     "$root/run_all.sh" --quick --help >"$scratch/out.txt" 2>&1 || fail "--quick --help failed"
     grep -q "^Usage:" "$scratch/out.txt" || fail "--quick --help is not the usage"
+    # --ab: no revision, an unknown one, an unknown option, each one line and
+    # exit 2 before anything is built
+    for args in "--ab" "--ab no-such-revision-here" "--ab HEAD --bogus 1" "--ab HEAD --n"; do
+        rc=0
+        # shellcheck disable=SC2086 # the words of args are the arguments
+        "$root/run_all.sh" $args >"$scratch/out.txt" 2>"$scratch/err.txt" || rc=$?
+        [ $rc -eq 2 ] || fail "$args: exit $rc, want 2"
+        [ ! -s "$scratch/out.txt" ] || fail "$args: it ran something first: $(head -3 "$scratch/out.txt")"
+        [ "$(wc -l <"$scratch/err.txt")" -eq 1 ] || fail "$args: not one line: $(cat "$scratch/err.txt")"
+    done
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

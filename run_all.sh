@@ -362,9 +362,13 @@ ab_mode() {
     here=$(git rev-parse --short HEAD)
     git diff --quiet HEAD -- || here="$here+modified"
     dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-ab"
+    local compiler
+    compiler=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$work/b/CMakeCache.txt")
+    compiler="$compiler $("$compiler" -dumpfullversion 2>/dev/null || true)"
     "$PY" harness/ab.py --tool build/release/nsearch-ab --a "$work/a/libnsearch.so" \
         --b "$work/b/libnsearch.so" --a-name "$rev ($(git rev-parse --short "$commit"))" \
-        --b-name "the working tree ($here)" --out "$dir" "${args[@]}"
+        --b-name "the working tree ($here)" --out "$dir" \
+        --build "shared, Release, NS_NATIVE=OFF, $compiler" "${args[@]}"
     log "results: $dir (ab.json, ab.md)"
 }
 

@@ -17,8 +17,8 @@ compare.py's: faster or slower when the interval lies beyond 1 -+ the band
 (5 %), equivalent when it lies inside it, else inconclusive. The interval
 describes these rounds in this process: on another day, or another
 machine, the ratio may differ. DIR/ab.json holds every repetition and what
-made them (the two names, the CPU, the date, the load); DIR/ab.md the
-table.
+made them (the two names, how they were built, the CPU, the date, each
+process's load average and OpenMP environment); DIR/ab.md the table.
 
 Exit status: 0 done, 1 nsearch-ab failed (a library failed, or the two
 gave different contacts), 2 a usage error.
@@ -44,6 +44,7 @@ def parse_args(argv):
     p.add_argument("--b")
     p.add_argument("--a-name", default="a")
     p.add_argument("--b-name", default="b")
+    p.add_argument("--build", default="", help="how the two libraries were built (recorded)")
     p.add_argument("--out")
     p.add_argument("--kernel", default="grid_sorted")
     p.add_argument("--workloads", default="uniform")
@@ -74,13 +75,14 @@ def measure(a, workload, n, threads):
     cmd = [a.tool, "--a", a.a, "--b", a.b, "--kernel", a.kernel, "--workload", workload,
            "--n", str(n), "--threads", str(threads), "--rounds", str(a.rounds),
            "--repetitions", str(a.repetitions), "--min-time", str(a.min_time)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=sweep.process_env(threads))
+    env = sweep.process_env(threads)
+    load = list(os.getloadavg())  # before the process, as the sweep records it
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         return None
     run = json.loads(out.stdout)
-    run["load_average"] = list(os.getloadavg())
-    env = sweep.process_env(threads)
+    run["load_average"] = load
     run["environment"] = {k: env.get(k) for k in ("OMP_PROC_BIND", "OMP_PLACES",
                                                  "OMP_WAIT_POLICY")}
     return run
@@ -108,7 +110,7 @@ def table(doc):
             f"reused index, {doc['rounds']} rounds x {doc['repetitions']} repetitions in one "
             f"process per row, the two builds interleaved; medians and b / a with 95 % "
             f"intervals (nested bootstrap, the ratio's paired by round). {doc['cpu']}, "
-            f"{doc['date']}.")
+            f"{doc['date']}" + (f"; built {doc['build']}" if doc.get("build") else "") + ".")
     body = [COLUMNS] + rows(doc)
     lines = ["| " + " | ".join(r) + " |" for r in body]
     lines.insert(1, "|" + "---|" * len(COLUMNS))
@@ -121,7 +123,8 @@ def main(argv):
         with open(a.summary) as f:
             sys.stdout.write(table(json.load(f)))
         return 0
-    doc = {"a_name": a.a_name, "b_name": a.b_name, "a": a.a, "b": a.b, "kernel": a.kernel,
+    doc = {"a_name": a.a_name, "b_name": a.b_name, "a": a.a, "b": a.b, "build": a.build,
+           "kernel": a.kernel,
            "rounds": a.rounds, "repetitions": a.repetitions, "min_time": a.min_time,
            "cpu": sweep.cpu_identity(), "machine": sweep.machine_label(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

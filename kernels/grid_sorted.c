@@ -115,7 +115,7 @@ typedef struct view {
  * order[] holds the caller's indices, so that every later step reads the
  * caller's positions and radii as a single level does. A level of several
  * reads them through its ids rather than a copy of its particles, which
- * another thread would have written (see split_levels()). */
+ * another thread would have written (see list_levels()). */
 static inline size_t caller_index(const level *s, size_t i)
 {
     return s->ids ? s->ids[i] : i;
@@ -2085,7 +2085,7 @@ static inline size_t share_first(size_t n, long long t, long long shares)
 /* The levels of in's particles (one when every radius is the same class,
  * or no later class is dense enough), and, with per-particle radii, in
  * share_count (in->threads x CLASSES) the particles of each class in each
- * share of them, for split_levels(). */
+ * share of them, for list_levels(). */
 static void plan_levels(const ns__input *in, size_t *share_count, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
@@ -2157,7 +2157,7 @@ typedef struct state {
     ns__u32s ids;       /* more than one level: n, the caller's index of each particle,
                          * level by level (each in the caller's order) */
     ns__buf threads;    /* more than one level: size_t, particles per share and class, then
-                         * each share's first place in each level (split_levels()) */
+                         * each share's first place in each level (list_levels()) */
     ns__buf unit_total; /* size_t: units + 1 contact counts, then offsets */
     ns__buf batch;      /* ns_contact: one batch of a streaming query */
     /* a query's recorded contacts (see recorder) */
@@ -2194,7 +2194,7 @@ static void destroy(void *p)
  * read by the other in the sort and the gather, made powder's build at
  * 100,000 particles slower on 2 threads than on 1 on a 2-vCPU EPYC
  * (moving cache lines between the cores cost more than the copy saved). */
-static void split_levels(state *S, const ns__input *in, const plan *pl)
+static void list_levels(state *S, const ns__input *in, const plan *pl)
 {
     int L = pl->levels;
     long long shares = in->threads;
@@ -2225,7 +2225,7 @@ static void split_levels(state *S, const ns__input *in, const plan *pl)
 }
 
 /* The bounding box of the caller's particles ids[0 .. m) (m > 0), over
- * threads. Its own loop, apart from split_levels(), whose loop would
+ * threads. Its own loop, apart from list_levels(), whose loop would
  * otherwise carry each level's box from one particle to the next through
  * memory (powder's two boxes took 1.9 ms of its build at 1,000,000
  * particles that way, 2 threads); here the box stays in registers. A
@@ -2273,7 +2273,7 @@ static ns_status build_levels(state *S, const ns__input *in, const plan *pl, boo
     size_t n = in->n;
     if (!ns__u32s_reserve(&S->ids, n))
         return ns__fail_oom(err, "grid_sorted's levels");
-    split_levels(S, in, pl);
+    list_levels(S, in, pl);
     ns__grid grid[LEVELS];
     for (int l = 0; l < pl->levels; l++) {
         ns__input sub = *in;
@@ -2308,7 +2308,7 @@ static ns_status build(void **p, const ns__input *in, ns_error *err)
         return ns__fail_oom(err, "grid_sorted state");
     S->n = in->n;
     plan pl;
-    if (in->radius && /* room for plan_levels()'s counts, and split_levels()'s places */
+    if (in->radius && /* room for plan_levels()'s counts, and list_levels()'s places */
         !ns__buf_reserve(&S->threads, (size_t)in->threads * (CLASSES + LEVELS), sizeof(size_t)))
         return ns__fail_oom(err, "grid_sorted's levels");
     plan_levels(in, S->threads.a, &pl);

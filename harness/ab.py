@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 
+import report
 import stats
 import sweep
 
@@ -111,10 +112,7 @@ def table(doc):
             f"process per row, the two builds interleaved; medians and b / a with 95 % "
             f"intervals (nested bootstrap, the ratio's paired by round). {doc['cpu']}, "
             f"{doc['date']}" + (f"; built {doc['build']}" if doc.get("build") else "") + ".")
-    body = [COLUMNS] + rows(doc)
-    lines = ["| " + " | ".join(r) + " |" for r in body]
-    lines.insert(1, "|" + "---|" * len(COLUMNS))
-    return head + "\n\n" + "\n".join(lines) + "\n"
+    return head + "\n\n" + report.table([COLUMNS] + rows(doc), markdown=True) + "\n"
 
 
 def main(argv):

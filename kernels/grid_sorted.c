@@ -303,7 +303,6 @@ static void sort_stable(level *s, const ns__input *in, uint32_t *group, size_t k
                         long long shares, uint32_t *table)
 {
     uint32_t *key = s->key.a, *order = s->order.a;
-    const uint32_t *ids = s->ids;
     long long n = (long long)in->n, nk = (long long)keys;
     size_t sum[SHARES + 1];
 #pragma omp parallel num_threads(in->threads)
@@ -348,7 +347,7 @@ static void sort_stable(level *s, const ns__input *in, uint32_t *group, size_t k
         for (long long t = 0; t < shares; t++) {
             uint32_t *mine = table + (size_t)t * keys;
             for (long long i = n * t / shares; i < n * (t + 1) / shares; i++)
-                order[mine[key[i]]++] = ids ? ids[i] : (uint32_t)i;
+                order[mine[key[i]]++] = (uint32_t)caller_index(s, (size_t)i);
         }
     }
     group[keys] = (uint32_t)n;

@@ -76,7 +76,8 @@ The sweep's settled workload, and every --sim run, start from settled piles kept
 results/cache/ (settled-v<V>-n<N>-seed1.csv; delete it to rebuild them).
 
 A run writes everything under results/<machine>/<UTC timestamp>/, where <machine> names
-the CPU model, its widest vector ISA and its logical CPUs (e.g. amd-epyc-avx2-2cpu):
+the CPU model (with its family and model when the name has no model number), its widest
+vector ISA and its logical CPUs (e.g. amd-epyc-family25-model1-avx2-2cpu):
 bench.json (Google
 Benchmark's JSON: every repetition with its round, every process's context),
 bench.tsv (one row per configuration), summary.md, figures/*.png and *.svg, run.json

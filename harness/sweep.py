@@ -115,17 +115,33 @@ def cpu_identity(info=None):
     return f"{cpu_model(info)} ({sig}; {isa or 'no vector ISA seen'})"
 
 
-def machine_label(model=None, cpus=None, isa=None):
+def cpu_generation(info=None):
+    """The family and model numbers of an x86 CPU ('family26-model2'), or ''
+    where /proc/cpuinfo has none (ARM names its part in the model already)."""
+    info = cpu_info() if info is None else info
+    if "cpu family" in info and "model" in info:
+        return f"family{info['cpu family']}-model{info['model']}"
+    return ""
+
+
+def machine_label(model=None, cpus=None, isa=None, generation=None):
     """The folder name of this machine's results: its CPU model, widest vector
     ISA and logical CPU count, what distinguishes machines (host names do not:
     VMs are all 'vm'). 'Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz', 2,
-    'avx512' -> 'intel-xeon-platinum-8375c-avx512-2cpu'."""
+    'avx512' -> 'intel-xeon-platinum-8375c-avx512-2cpu'. A model name without
+    a model number, as a hypervisor may report it ('AMD EPYC' for a Zen 3, 4
+    and 5 alike), gets the family and model (cpu_generation()), so that two
+    CPUs never share a folder: 'AMD EPYC', 2, 'avx512', 'family26-model2' ->
+    'amd-epyc-family26-model2-avx512-2cpu'."""
     if model is None or isa is None:
         info = cpu_info()
         model = cpu_model(info) if model is None else model
         isa = vector_isa(info) if isa is None else isa
+        generation = cpu_generation(info) if generation is None else generation
     cpus = (os.cpu_count() or 1) if cpus is None else cpus
     model = re.sub(r"\((R|TM|tm)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", " ", model)
+    if generation and not re.search(r"\d", model):
+        model = f"{model} {generation}"
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") or "unknown"
     return f"{slug}{'-' + isa if isa else ''}-{cpus}cpu"
 

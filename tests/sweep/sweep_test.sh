@@ -12,7 +12,8 @@
 #   refuses leaves no run folder, so the interrupted run is still the one resumed;
 # wait_policy: OMP_WAIT_POLICY per process as --wait-policy says (auto: passive
 #   for 1 thread, active for more; default: unset), recorded in each context;
-# machine_label: the results folder's name from the CPU model, vector ISA and logical CPUs.
+# machine_label: the results folder's name from the CPU model (with its family and model where
+#   the name has no model number), vector ISA and logical CPUs.
 set -u
 ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
 . "$ROOT/harness/python.sh"
@@ -215,11 +216,21 @@ cases = {("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", 2, "avx512"): "intel-
          ("AMD EPYC 9R14 96-Core Processor", 4, "avx512"): "amd-epyc-9r14-avx512-4cpu",
          ("AMD EPYC", 2, "avx512"): "amd-epyc-avx512-2cpu",
          ("AMD EPYC", 2, "avx2"): "amd-epyc-avx2-2cpu",
+         ("AMD EPYC", 2, "avx512", "family26-model2"): "amd-epyc-family26-model2-avx512-2cpu",
+         ("AMD EPYC", 2, "avx512", "family25-model17"): "amd-epyc-family25-model17-avx512-2cpu",
+         ("Intel(R) Xeon(R) Processor", 2, "avx512", "family6-model167"):
+             "intel-xeon-family6-model167-avx512-2cpu",
+         ("AMD EPYC 9R14 96-Core Processor", 4, "avx512", "family25-model17"): "amd-epyc-9r14-avx512-4cpu",
          ("Neoverse-N1", 8, "neon"): "neoverse-n1-neon-8cpu",
          ("", 1, ""): "unknown-1cpu"}
 bad = [(k, sweep.machine_label(*k), v) for k, v in cases.items() if sweep.machine_label(*k) != v]
 for k, got, want in bad:
     print(f"  {k}: {got!r}, want {want!r}")
+generations = [sweep.cpu_generation({"cpu family": "26", "model": "2"}),
+               sweep.cpu_generation({"CPU implementer": "0x41", "CPU part": "0xd0c"})]
+if generations != ["family26-model2", ""]:
+    print(f"  cpu_generation: {generations}")
+    bad.append(generations)
 raise SystemExit(1 if bad else 0)
 PY
 }

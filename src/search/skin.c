@@ -260,7 +260,12 @@ static ns_status filter(ns_skin *s, const ns_particles *p, ns_contact_list *cont
         if (count > s->max_contacts)
             return too_many(s, contacts, err);
     }
-    ns_status st = ns_contact_list_reserve(contacts, counted ? count : m, err);
+    /* grown with room, its new pages touched by the threads (as a kernel's
+     * list): a list grown to the exact count reallocated, copied and
+     * faulted in fresh memory whenever a rebuild found a few more
+     * candidates than any before */
+    ns_status st =
+        ns__contact_list_grow(contacts, counted ? count : m, s->max_contacts, s->threads, err);
     if (st != NS_OK)
         return st;
     ns_contact *items = contacts->items;

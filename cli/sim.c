@@ -252,13 +252,15 @@ static int starting_particles(sim_setup *su, const ns_particle_file *file, float
         return 0;
     }
     ns_error err;
-    workload_cache_outcome cache;
+    workload_cache_result cache;
     if (workload_cache_generate(su->layout, su->n, su->seed, su->cfg.threads, su->cache_dir, pos,
                                 radius, &cache, &err) != NS_OK) {
         cli_say("layout %s: %s", su->layout->name, err.message);
         return cli_exit_status(err.status);
     }
-    if (cache == CACHE_NOT_KEPT)
+    if (cache.reason[0])
+        cli_say("warning: %s failed its check (%s): made again", cache.path, cache.reason);
+    if (cache.outcome == CACHE_NOT_KEPT)
         cli_say("cannot keep the %s particles in %s (continuing)", su->layout->name, su->cache_dir);
     ns_sim_place(su->layout, su->n, pos, radius, su->prm.box_lo, su->prm.box_hi);
     return 0;

@@ -215,19 +215,24 @@ static const char *cache_dir = NULL;
 static const char *reference_dir = NULL;
 
 /* The particles of workload name: a costly one comes from the cache when
- * there is one (workload_cache.h). */
+ * there is one that passes its check (workload_cache.h); one that fails it is
+ * made again, with a warning. */
 static void generate(const char *name, size_t n, float *pos, float *radius)
 {
     const ns_workload *w = ns_workload_find(name);
     double t0 = omp_get_wtime();
-    workload_cache_outcome kept;
+    workload_cache_result kept;
     ns_error err;
     if (workload_cache_generate(w, n, SEED, 0, cache_dir, pos, radius, &kept, &err) != NS_OK)
         die("workload %s n=%zu: %s", w->name, n, err.message);
-    if (w->cache_version > 0 && kept != CACHE_READ)
+    /* the sweep relays lines starting "nsearch-bench: warning:" to its console */
+    if (kept.reason[0])
+        fprintf(stderr, "nsearch-bench: warning: %s failed its check (%s): made again\n",
+                kept.path, kept.reason);
+    if (w->cache_version > 0 && kept.outcome != CACHE_READ)
         fprintf(stderr, "nsearch-bench: %s %zu particles in %.1f s\n", w->name, n,
                 omp_get_wtime() - t0);
-    if (kept == CACHE_NOT_KEPT)
+    if (kept.outcome == CACHE_NOT_KEPT)
         fprintf(stderr, "nsearch-bench: cannot keep them in %s (continuing)\n", cache_dir);
 }
 

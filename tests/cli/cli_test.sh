@@ -1334,6 +1334,94 @@ case_sim_cache_dir() {
     expect_fail 2 "" "" sim --input cache/settled-v3-n400-seed1.csv --cache-dir cache
 }
 
+# --cache-dir: the cache file proves what it holds (cli/workload_cache.h). Its
+# first line names the pile and the hash of its floats; a file damaged in any
+# way (a digit of a coordinate, a radius x10, no checksum line, cut mid-line,
+# another n recorded) is made again with one warning, back byte for byte, and
+# the run is the same as from the intact file.
+# cache_damage NAME: damages cache/$CACHE_FILE from orig.csv (see below).
+cache_damage() {
+    local f=cache/$CACHE_FILE
+    case $1 in
+    digit) # line 10's x: its first digit + 1 (mod 10), still a number
+        awk -F, -v OFS=, 'NR == 10 { c = substr($1, 1, 1); $1 = ((c + 1) % 10) substr($1, 2) } 1' orig.csv >"$f" ;;
+    radius) awk -F, -v OFS=, 'NR == 10 { $4 = $4 * 10 } 1' orig.csv >"$f" ;;
+    no_line) sed 1d orig.csv >"$f" ;;
+    cut) head -c $(($(head -n 99 orig.csv | wc -c) + 5)) orig.csv >"$f" ;;
+    n) sed '1s/ n=300 / n=301 /' orig.csv >"$f" ;;
+    esac
+    cmp -s "$f" orig.csv && fail "cache damage $1: the file did not change"
+}
+# made_again LABEL WHY: LABEL's stderr is one warning that cache/$CACHE_FILE
+# failed its check, with a reason matching WHY (an ERE).
+made_again() {
+    local label=$1 want
+    want="^$WARN_PREFIX: warning: cache/$CACHE_FILE failed its check \\(($2)\\): made again\$"
+    [ "$(grep -c "warning:" "$K/$label.err")" -eq 1 ] ||
+        { fail "$label: not one warning on stderr"; show_err "$label"; return; }
+    grep -Eq "$want" "$K/$label.err" ||
+        { fail "$label: no warning like $want"; show_err "$label"; }
+}
+case_sim_cache_check() {
+    CACHE_FILE=settled-v3-n300-seed1.csv WARN_PREFIX=nsearch
+    local f=cache/$CACHE_FILE sim=(sim --n 300 --layout settled --frames 1 --cache-dir cache)
+    mkdir cache ref
+    ok first "${sim[@]}" --output-dir ref || return
+    head -n 1 "$f" | grep -Eq '^# nsearch-cache workload=settled version=3 n=300 seed=1 fnv1a64=[0-9a-f]{16}$' ||
+        fail "cache: first line is not the checksum line: $(head -n 1 "$f")"
+    cp "$f" orig.csv
+    # still a particle file for pairs and sim --input
+    ok pairs pairs --kernel naive --input "$f" || return
+    local damage why
+    for damage in digit radius no_line cut n; do
+        case $damage in
+        digit | radius) why="its checksum differs" ;;
+        no_line) why="it has no checksum line" ;;
+        cut) why="it holds [0-9]+ particles, not 300|line [0-9]+: .*" ;;
+        n) why="its checksum line says n=301, not n=300" ;;
+        esac
+        cache_damage $damage
+        mkdir "out_$damage"
+        okv "$damage" "${sim[@]}" --output-dir "out_$damage" || continue
+        made_again "$damage" "$why"
+        same "$f" orig.csv "cache damaged ($damage), then made again"
+        diff -r ref "out_$damage" >/dev/null || fail "cache damaged ($damage): the frames differ"
+    done
+    # and the file made again is read quietly
+    ok quiet "${sim[@]}" || return
+}
+
+# The same for nsearch-bench --cache-dir: a pile made by nsearch sim is read as
+# it is; damaged, it is made again with the warning the sweep relays, and the
+# contacts measured are the intact pile's.
+case_bench_cache_check() {
+    [ -n "${NS_BENCH:-}" ] && [ -x "$NS_BENCH" ] || { echo "SKIP: no nsearch-bench (NS_BENCH)"; exit 77; }
+    CACHE_FILE=settled-v3-n1000-seed1.csv WARN_PREFIX=nsearch-bench
+    local f=cache/$CACHE_FILE
+    local bench=("$NS_BENCH" --cache-dir cache --workloads settled --kernels naive --threads 1
+        --max-n 1000 --no-results --benchmark_min_time=0.001 --benchmark_repetitions=1)
+    mkdir cache
+    ok first sim --n 1000 --layout settled --frames 0 --cache-dir cache || return
+    cp "$f" orig.csv
+    local damage contacts='' got
+    for damage in none digit radius; do
+        [ $damage = none ] || cache_damage $damage
+        "${bench[@]}" >"$K/bench_$damage.out" 2>"$K/bench_$damage.err" ||
+            { fail "bench ($damage): exited $?"; show_err "bench_$damage"; continue; }
+        got=$(sed -n 's/^nsearch-bench: reference for settled n=1000 \.\.\. \([0-9]*\) contacts.*/\1/p' "$K/bench_$damage.err")
+        [ -n "$got" ] || { fail "bench ($damage): no reference line"; show_err "bench_$damage"; continue; }
+        if [ $damage = none ]; then
+            contacts=$got
+            grep -q "warning:" "$K/bench_none.err" && fail "bench: a warning for nsearch sim's pile"
+            grep -q "settled 1000 particles in" "$K/bench_none.err" && fail "bench: nsearch sim's pile was not read"
+        else
+            made_again "bench_$damage" "its checksum differs"
+            [ "$got" = "$contacts" ] || fail "bench ($damage): $got contacts, the intact pile has $contacts"
+            same "$f" orig.csv "bench: cache damaged ($damage), then made again"
+        fi
+    done
+}
+
 case_sim_frames() {
     mkdir fr
     ok frames sim --n 300 --frames 20 --every 5 --output-dir fr || return

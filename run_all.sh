@@ -3,6 +3,7 @@
 # benchmark sweep, results, figures, summary; tests; redrawing figures;
 # comparing machines. ./run_all.sh --help lists everything.
 set -euo pipefail
+CALLER=$PWD # the caller's paths (--plots, --compare, --out) are theirs, not the clone's
 cd "$(dirname "$0")"
 ROOT=$(pwd)
 
@@ -49,7 +50,7 @@ Sweep options:
                       processes, each round in its own shuffled order (default 3; 2 with
                       --quick)
   --repetitions N     repetitions per configuration and process (default 3)
-  --min-time S        seconds each repetition runs at least (default 0.2; 0.01 with --quick)
+  --min-time S        seconds each repetition runs at least (default 0.1; 0.01 with --quick)
   --wait-policy P     OMP_WAIT_POLICY of the processes: auto (default; passive for 1 thread,
                       active for more), active, passive, or default (OpenMP's own)
 
@@ -97,25 +98,96 @@ USAGE
 
 log() { printf '[run_all] %s\n' "$*"; }
 die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 2; }
+# fail: a failure, with HINT (what continues from here) in the same line
+fail() { printf 'run_all.sh: %s%s\n' "$*" "${HINT:+; $HINT}" >&2; exit 1; }
 
 # Temporary folders, removed however the script ends (a failed figure too).
 TEMPS=()
 trap 'rm -rf "${TEMPS[@]}"' EXIT
 temp_dir() { # temp_dir VAR [PARENT]: a new folder, in PARENT when given
     local made
-    made=$(mktemp -d ${2:+"$2/.run_all.XXXXXX"}) || die "cannot make a temporary folder"
+    made=$(mktemp -d ${2:+"$2/.run_all.XXXXXX"}) || fail "cannot make a temporary folder${2:+ in $2}"
     TEMPS+=("$made")
     printf -v "$1" '%s' "$made"
+}
+
+# A path the caller gave, as seen from where they stand (the script works in
+# the clone).
+caller_path() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$CALLER" "$1" ;; esac; }
+
+# The CPUs this process may run on: nproc without the OpenMP variables, which
+# nproc would follow (OMP_NUM_THREADS=1000 is not 1000 CPUs).
+cpus() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1; }
+
+# Every program the script starts runs through child: in the background
+# while the script waits, so a stop signal reaches the script at once; in a
+# process group of its own (timeout 0: no time limit), so ending it ends its
+# own children too; and with the kernel's promise (setpriv --pdeathsig) to
+# end it when the script dies, even by SIGKILL. Stopping the script (SIGINT,
+# SIGTERM, SIGHUP) ends the child with SIGTERM (a Python interpreter that is
+# still starting ends quietly on it, where SIGINT would print a traceback),
+# waits for it, says in one line what stopped and, with HINT, how to go on,
+# and exits 128 + the signal's number. The harness's scripts leave the word
+# to it (NS_STOP_QUIET).
+CHILD="" HINT=""
+child() {
+    NS_STOP_QUIET=1 setpriv --pdeathsig TERM timeout 0 "$@" &
+    CHILD=$!
+    local status=0
+    wait "$CHILD" || status=$?
+    CHILD=""
+    return $status
+}
+on_stop() { # on_stop NAME NUMBER
+    trap '' INT TERM HUP
+    if [ -n "$CHILD" ]; then
+        kill -s TERM "$CHILD" 2>/dev/null || true
+        wait "$CHILD" 2>/dev/null || true
+    fi
+    # to the script's own standard error (fd 8): a trap runs inside the
+    # redirections of the command it interrupted (child ... >/dev/null)
+    printf 'run_all.sh: stopped by SIG%s%s\n' "$1" "${HINT:+; $HINT}" >&8
+    exit $((128 + $2))
+}
+exec 8>&2
+trap 'on_stop INT 2' INT
+trap 'on_stop TERM 15' TERM
+trap 'on_stop HUP 1' HUP
+
+# One run_all.sh that builds or measures per clone at a time: the lock is
+# build/run_all.lock (flock; the kernel releases it when the holder and every
+# child that inherited it are gone), and the file names the holder.
+LOCK=build/run_all.lock
+take_lock() {
+    mkdir -p build
+    exec 9<>"$LOCK" || fail "cannot open $LOCK"
+    if ! flock -n 9; then
+        die "another run_all.sh is working in this clone ($(head -c 300 "$LOCK" 2>/dev/null ||
+            echo "holder unknown")); wait for it to end, or stop it"
+    fi
+    printf 'pid %s, since %s: ./run_all.sh %s\n' "$$" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >"$LOCK"
 }
 
 # A path as a gnuplot string: single-quoted, a quote doubled (gnuplot's
 # escape inside single quotes), so any folder name reaches the scripts intact.
 gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
 
-# gnuplot on one of plots/*.gp: gnuplot_plot SCRIPT DATA OUT FMT
+# gnuplot on one of plots/*.gp: gnuplot_plot SCRIPT DATA OUT FMT; a failure
+# is one line (gnuplot's first complaint, or the disk that is full).
+GP_SAID=""
 gnuplot_plot() {
-    gnuplot -e "data=$(gp_str "$2"); out=$(gp_str "$3"); fmt='$4'; plots=$(gp_str "$ROOT/plots")" \
-        "$ROOT/plots/$1.gp" || die "gnuplot failed on plots/$1.gp"
+    if [ -z "$GP_SAID" ]; then
+        local said_dir
+        temp_dir said_dir
+        GP_SAID=$said_dir/gnuplot.txt
+    fi
+    child gnuplot -e "data=$(gp_str "$2"); out=$(gp_str "$3"); fmt='$4'; plots=$(gp_str "$ROOT/plots")" \
+        "$ROOT/plots/$1.gp" >/dev/null 2>"$GP_SAID" && [ -s "$3/$1.$4" ] && return 0
+    local free
+    free=$(df -Pk "$3" 2>/dev/null | awk 'NR == 2 { print $4 }')
+    [ -n "$free" ] && [ "$free" -lt 4096 ] &&
+        fail "cannot write the figure $3/$1.$4: the disk is full (${free} KB free there, about 8 MB needed)"
+    fail "gnuplot failed on plots/$1.gp: $(grep -m1 . "$GP_SAID" || echo "no $1.$4 written")"
 }
 
 # The output folder of --plots or --compare: made when missing, refused when
@@ -159,22 +231,23 @@ ensure_packages() {
     fi
 }
 
-jobs() { echo "${JOBS:-$(nproc 2>/dev/null || echo 2)}"; }
+jobs() { echo "${JOBS:-$(cpus)}"; }
 
 build_release() {
     ensure_packages "${BUILD_PACKAGES[@]}"
     ensure_packages --optional "${PEER_PACKAGES[@]}"
     log "configuring (preset release, NS_WERROR=${NS_WERROR:-OFF})"
-    NS_WERROR="${NS_WERROR:-OFF}" cmake --preset release >/dev/null
-    log "building"
-    cmake --build --preset release -j "$(jobs)" >/dev/null
+    NS_WERROR="${NS_WERROR:-OFF}" child cmake --preset release >/dev/null
+    log "building (-j $(jobs))"
+    child cmake --build --preset release -j "$(jobs)" >/dev/null
 }
 
 run_tests() {
+    take_lock --test
     ensure_packages "${SWEEP_PACKAGES[@]}" # the plots and stats tests
     build_release
-    log "running ctest"
-    ctest --preset release -j "$(jobs)"
+    log "running ctest (-j $(jobs))"
+    child ctest --preset release -j "$(jobs)"
 }
 
 duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -190,7 +263,7 @@ draw() {
     local data drawing
     temp_dir data
     temp_dir drawing "$out"
-    "$PY" "$ROOT/harness/results.py" plotdata "$@" --out "$data"
+    child "$PY" "$ROOT/harness/results.py" plotdata "$@" --out "$data" || exit
     local figures=("${FIGURES[@]}")
     [ $# -gt 1 ] && figures+=(machines)
     local f fmt skipped=() drawn=()
@@ -204,22 +277,24 @@ draw() {
             gnuplot_plot "$f" "$data" "$drawing" "$fmt"
         done
     done
-    [ ${#drawn[@]} -eq 0 ] || mv -f "$drawing"/* "$out"/
+    [ ${#drawn[@]} -eq 0 ] || mv -f "$drawing"/* "$out"/ || fail "cannot move the figures into $out"
     log "figures: ${drawn[*]} (PNG and SVG) in $out"
     [ ${#skipped[@]} -eq 0 ] ||
         log "not drawn, nothing to show in these results: ${skipped[*]} (they need uniform)"
 }
 
-# Result files and --out DIR, for --plots and --compare: sets FILES and OUT.
+# Result files and --out DIR, for --plots: sets FILES and OUT, each as the
+# caller named it from where they stand.
 parse_files() {
     local mode=$1
     shift
     OUT="" FILES=()
     while [ $# -gt 0 ]; do
         case "$1" in
-            --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$2; shift ;;
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$(caller_path "$2"); shift ;;
             -*) die "unknown option for $mode: $1" ;;
-            *) [ -f "$1" ] || die "no such results file: $1"; FILES+=("$1") ;;
+            *) [ -f "$(caller_path "$1")" ] || die "no such results file: $1"
+               FILES+=("$(caller_path "$1")") ;;
         esac
         shift
     done
@@ -239,11 +314,12 @@ compare_mode() {
     local files=() out="" extra=()
     while [ $# -gt 0 ]; do
         case "$1" in
-            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift ;;
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$(caller_path "$2"); shift ;;
             --band) [ $# -ge 2 ] || die "--band needs a value"; extra+=(--band "$2"); shift ;;
             --allow-different-builds) extra+=("$1") ;;
             -*) die "unknown option for --compare: $1" ;;
-            *) [ -f "$1" ] || die "no such results file: $1"; files+=("$1") ;;
+            *) [ -f "$(caller_path "$1")" ] || die "no such results file: $1"
+               files+=("$(caller_path "$1")") ;;
         esac
         shift
     done
@@ -253,7 +329,7 @@ compare_mode() {
     local made=0 status=0
     [ -d "$out" ] || made=1
     out_folder "$out"
-    "$PY" "$ROOT/harness/compare.py" "${files[0]}" "${files[1]}" --out "$out" "${extra[@]}" ||
+    child "$PY" "$ROOT/harness/compare.py" "${files[0]}" "${files[1]}" --out "$out" "${extra[@]}" ||
         status=$?
     if [ $status -ne 0 ]; then # refused: a folder made for it goes again (when still empty)
         [ $made -eq 0 ] || rmdir "$out" 2>/dev/null || true
@@ -264,7 +340,7 @@ compare_mode() {
     for fmt in png svg; do
         gnuplot_plot compare "$out/data" "$drawing" "$fmt"
     done
-    mv -f "$drawing"/* "$out"/
+    mv -f "$drawing"/* "$out"/ || fail "cannot move the figure into $out"
     log "comparison: $out/compare.txt, compare.tsv, compare.png, compare.svg"
 }
 
@@ -288,36 +364,37 @@ sim_mode() {
         shift
     done
     [ "$runs" -ge 1 ] || die "--runs must be at least 1"
+    take_lock --sim "$@"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
     local tool=build/release/nsearch dir threads
-    threads=$(nproc)
+    threads=$(cpus)
     dir="results/$("$PY" harness/sweep.py --machine-label)/$(date -u +%Y%m%dT%H%M%SZ)-sim"
     mkdir -p "$dir/figures"
     local tsv="$dir/sim.tsv" start=$SECONDS
     log "simulation sweep into $dir: kernels ${kernels:-all and the default kernel with a skin}, n up to $max_n, $runs runs, $threads threads"
-    "$PY" harness/sim_sweep.py --tool "$tool" --out "$tsv" --kernels "$kernels" --max-n "$max_n" \
+    child "$PY" harness/sim_sweep.py --tool "$tool" --out "$tsv" --kernels "$kernels" --max-n "$max_n" \
         --runs "$runs" --skin "$skin" --threads "$threads" --cache-dir "$CACHE" ||
-        die "the simulation sweep failed"
+        fail "the simulation sweep failed"
     local data
     temp_dir data
-    "$PY" harness/sim_results.py data "$tsv" --out "$data"
+    child "$PY" harness/sim_results.py data "$tsv" --out "$data" || exit
     local fmt
     for fmt in png svg; do
         gnuplot_plot sim_fps "$data" "$dir/figures" "$fmt"
     done
-    "$PY" harness/sim_results.py summary "$tsv" --markdown >"$dir/sim_summary.md"
+    child "$PY" harness/sim_results.py summary "$tsv" --markdown --out "$dir/sim_summary.md" || exit
     if [ "$gif_n" -gt 0 ]; then
         local frames_dir
         temp_dir frames_dir
         log "animation: $gif_n particles settling"
-        "$tool" sim --n "$gif_n" --frames 600 --every 12 --output-dir "$frames_dir" >/dev/null ||
-            die "nsearch sim failed on the animation"
-        gnuplot -e "dir=$(gp_str "$frames_dir"); out=$(gp_str "$dir/figures/sim_settle.gif"); dt=0.01; pngdir=''" \
-            plots/sim_anim.gp || die "gnuplot failed on plots/sim_anim.gp"
+        child "$tool" sim --n "$gif_n" --frames 600 --every 12 --output-dir "$frames_dir" >/dev/null ||
+            fail "nsearch sim failed on the animation"
+        child gnuplot -e "dir=$(gp_str "$frames_dir"); out=$(gp_str "$dir/figures/sim_settle.gif"); dt=0.01; pngdir=''" \
+            plots/sim_anim.gp || fail "gnuplot failed on plots/sim_anim.gp"
     fi
     echo
-    "$PY" harness/sim_results.py summary "$tsv"
+    child "$PY" harness/sim_results.py summary "$tsv" || exit
     log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"
 }
 
@@ -343,6 +420,7 @@ ab_mode() {
     commit=$(git rev-parse --verify --quiet "$rev^{commit}") || die "--ab: no such revision: $rev"
     git diff --quiet "$commit" -- include/nsearch.h ||
         die "--ab: include/nsearch.h differs between $rev and the working tree; nsearch-ab needs one header"
+    take_lock --ab "$rev" "$@"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
     local work side
@@ -353,11 +431,11 @@ ab_mode() {
         local src=$work/tree
         [ $side = b ] && src=$ROOT
         log "building the shared library of $([ $side = a ] && echo "$rev" || echo "the working tree")"
-        cmake -S "$src" -B "$work/$side" -DCMAKE_BUILD_TYPE=Release -DNS_NATIVE=OFF \
+        child cmake -S "$src" -B "$work/$side" -DCMAKE_BUILD_TYPE=Release -DNS_NATIVE=OFF \
             -DBUILD_SHARED_LIBS=ON -DNS_BUILD_TESTS=OFF -DNS_BUILD_BENCH=OFF -DNS_LAYER_CHECK=OFF \
-            -DNS_PEERS=OFF >/dev/null || die "--ab: cannot configure $side"
-        cmake --build "$work/$side" --target nsearch -j "$(jobs)" >/dev/null ||
-            die "--ab: cannot build $side"
+            -DNS_PEERS=OFF >/dev/null || fail "--ab: cannot configure $side"
+        child cmake --build "$work/$side" --target nsearch -j "$(jobs)" >/dev/null ||
+            fail "--ab: cannot build $side"
     done
     local here dir
     here=$(git rev-parse --short HEAD)
@@ -366,10 +444,10 @@ ab_mode() {
     local compiler
     compiler=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$work/b/CMakeCache.txt")
     compiler="$compiler $("$compiler" -dumpfullversion 2>/dev/null || true)"
-    "$PY" harness/ab.py --tool build/release/nsearch-ab --a "$work/a/libnsearch.so" \
+    child "$PY" harness/ab.py --tool build/release/nsearch-ab --a "$work/a/libnsearch.so" \
         --b "$work/b/libnsearch.so" --a-name "$rev ($(git rev-parse --short "$commit"))" \
         --b-name "the working tree ($here)" --out "$dir" \
-        --build "shared, Release, NS_NATIVE=OFF, $compiler" "${args[@]}"
+        --build "shared, Release, NS_NATIVE=OFF, $compiler" "${args[@]}" || exit
     log "results: $dir (ab.json, ab.md)"
 }
 
@@ -390,25 +468,33 @@ check_sweep_options() {
 }
 
 # The sweep: harness/sweep.py runs the rounds of nsearch-bench processes and
-# merges them (it checks the sweep options: a usage error exits 2); then the
-# table, the summary and the figures.
+# merges them (it checks the sweep options: a usage error exits 2; it says
+# itself when it cannot go on, and how to continue); then the
+# stages after the merge, each redone by --resume until the last marks the
+# run finished: the table and the summary, the figures.
 sweep_mode() {
     check_sweep_options "$@"
+    take_lock "$@"
     ensure_packages "${SWEEP_PACKAGES[@]}"
     build_release
     local dir_file status=0 dir
     temp_dir dir_file
     dir_file=$dir_file/dir
-    "$PY" harness/sweep.py --bench build/release/nsearch-bench --results "results/$("$PY" harness/sweep.py --machine-label)" \
+    HINT="the run keeps what it measured: ./run_all.sh --resume continues it"
+    child "$PY" harness/sweep.py --bench build/release/nsearch-bench \
+        --results "results/$("$PY" harness/sweep.py --machine-label)" \
         --cache-dir "$CACHE" --dir-file "$dir_file" "$@" || status=$?
+    HINT=""
     dir=$(cat "$dir_file" 2>/dev/null || true)
-    [ $status -ne 2 ] || exit 2
-    [ -n "$dir" ] || { log "FAILED: the sweep stopped (./run_all.sh --resume continues it)"; exit 1; }
-    "$PY" harness/results.py flatten "$dir/bench.json" >"$dir/bench.tsv"
-    "$PY" harness/results.py summary "$dir/bench.json" --markdown >"$dir/summary.md" || status=1
+    [ -n "$dir" ] || exit $status # sweep.py said why, and what continues the run
+    # each failure below says why in one line, and HINT what to do then
+    HINT="the run in $dir is measured, not finished: ./run_all.sh --resume finishes it"
+    child "$PY" harness/results.py report "$dir" || exit
     draw "$dir/figures" "$dir/bench.json"
+    child "$PY" harness/sweep.py --finish "$dir" || exit
+    HINT=""
     echo
-    "$PY" harness/results.py summary "$dir/bench.json" || true
+    child "$PY" harness/results.py summary "$dir/bench.json" || true
     log "results: $dir (bench.json, bench.tsv, summary.md, figures/)"
     [ $status -eq 0 ] || log "FAILED: some configuration's contacts differ from the reference, or one failed with an error (see summary)"
     return $status

@@ -23,6 +23,7 @@ process's load average and OpenMP environment); DIR/ab.md the table.
 Exit status: 0 done, 1 nsearch-ab failed (a library failed, or the two
 gave different contacts), 2 a usage error.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
 import datetime
 import json
@@ -30,6 +31,7 @@ import os
 import subprocess
 import sys
 
+import benchdata
 import report
 import stats
 import sweep
@@ -50,7 +52,7 @@ def parse_args(argv):
     p.add_argument("--kernel", default="grid_sorted")
     p.add_argument("--workloads", default="uniform")
     p.add_argument("--n", default="100000")
-    p.add_argument("--threads", default=str(os.cpu_count() or 1))
+    p.add_argument("--threads", default=str(sweep.usable_cpus()))
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--repetitions", type=int, default=5)
     p.add_argument("--min-time", type=float, default=0.02)
@@ -118,8 +120,11 @@ def table(doc):
 def main(argv):
     a = parse_args(argv)
     if a.summary:
-        with open(a.summary) as f:
-            sys.stdout.write(table(json.load(f)))
+        try:
+            sys.stdout.write(table(benchdata.read_json(a.summary)))
+        except (benchdata.FormatError, KeyError, TypeError) as e:
+            print(f"ab.py: {a.summary}: not an A/B result file ({e})", file=sys.stderr)
+            return 2
         return 0
     doc = {"a_name": a.a_name, "b_name": a.b_name, "a": a.a, "b": a.b, "build": a.build,
            "kernel": a.kernel,
@@ -149,4 +154,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(program.run("ab.py", main, sys.argv[1:]))

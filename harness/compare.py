@@ -33,6 +33,7 @@ different builds, 1 when a file is missing, cannot be read or is not a result
 file (malformed: the entry and field named), the files share no configuration,
 or DIR cannot be written; each error is one line on standard error.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
 import os
 import sys
@@ -395,4 +396,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(program.run("compare.py", main, sys.argv[1:]))

@@ -4,8 +4,16 @@ with its 95 % interval.
 
     results.py summary BENCH.json [--markdown]     the summary tables
     results.py flatten BENCH.json                  one row per configuration (TSV)
+    results.py report RUN_DIR                      RUN_DIR/bench.tsv and summary.md from
+                                                   RUN_DIR/bench.json, written together,
+                                                   each whole or not at all
     results.py plotdata BENCH.json [MORE.json ...] --out DIR
                                                    data files for plots/*.gp
+
+Exit status: 0; summary 1 when a configuration is INVALID; 1 when an output
+cannot be written (one line: the file, and when the disk is full the space
+free and needed); 2 for a usage error or a result file that cannot be read or
+is malformed (one line naming the file, entry and field).
 
 Times are Google Benchmark's real (manual) times in ms. Every figure is a
 median of the repetitions with a 95 % interval from a nested bootstrap over
@@ -19,6 +27,7 @@ processes differ in says so. The summary also gives the machine's state through
 the run (the witness each process timed at its start, the memory probe timed
 after every repetition). The machine comparison is compare.py.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import os
 import sys
 from collections import Counter
@@ -764,7 +773,9 @@ def plotdata(all_figures, out):
         rows = [(n, *vlh(f.over(by_n[2 * n], f.est(by_n[n])))) for n in sorted(by_n)
                 if 2 * n in by_n]
         blocks.append((line_name(kernel, threads, r), rows))
-    meta["blocks"]["doubling"] = write_blocks(os.path.join(out, "doubling.dat"), blocks)
+    written = write_blocks(os.path.join(out, "doubling.dat"), blocks)
+    # a run of one n per line (--max-n 100) has no ratio to draw: nothing, not an error
+    meta["blocks"]["doubling"] = written if any(rows for _, rows in blocks) else 0
 
     # bound: n, time / bound's time at the same n and threads, low, high
     blocks = []
@@ -902,6 +913,13 @@ def main(argv):
         if cmd == "flatten":
             sys.stdout.write(flatten(Figures(args[0])))
             return 0
+        if cmd == "report":
+            run = args[0]
+            f = Figures(os.path.join(run, "bench.json"))
+            program.write_all({os.path.join(run, "bench.tsv"): flatten(f),
+                               os.path.join(run, "summary.md"): summary(f, True)},
+                              then="free some space, then ./run_all.sh --resume finishes the run")
+            return 0
         if cmd == "plotdata":
             plotdata([Figures(p) for p in args], out)
             return 0
@@ -913,4 +931,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(program.run("results.py", main, sys.argv))

@@ -3,10 +3,12 @@
 
     sim_results.py data SIM.TSV --out DIR       DIR/sim_fps.dat and DIR/meta.gp for
                                                 plots/sim_fps.gp
-    sim_results.py summary SIM.TSV [--markdown] one row per line: fps at n = 1,000,
+    sim_results.py summary SIM.TSV [--markdown] [--out FILE]
+                                                one row per line: fps at n = 1,000,
                                                 10,000 and 100,000, the doubling ratios
                                                 fps(n)/fps(2n), the search share, each
-                                                with its 95 % interval
+                                                with its 95 % interval (into FILE, written
+                                                whole or not at all, with --out)
 
 SIM.TSV is tab-separated with a header line naming (in any order) the columns
 
@@ -24,6 +26,7 @@ number stops with a message naming the file and line (exit 2). The date and
 what made the runs come from sim_run.json beside the table (sim_sweep.py
 writes it); a table without one says so.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
 import math
 import os
@@ -279,6 +282,7 @@ def main(argv):
     p = sub.add_parser("summary", help="a table, one row per line")
     p.add_argument("tsv")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--out", help="write the summary to this file instead of the output")
     args = parser.parse_args(argv[1:])
     try:
         results = SimResults(args.tsv)
@@ -287,10 +291,12 @@ def main(argv):
         return 2
     if args.cmd == "data":
         write_data(results, args.out)
+    elif args.out:
+        program.write_all({args.out: summary(results, args.markdown)})
     else:
         sys.stdout.write(summary(results, args.markdown))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(program.run("sim_results.py", main, sys.argv))

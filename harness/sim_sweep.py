@@ -21,6 +21,7 @@ and code path), the CPU model, the threads, the host and the load average at
 the start (harness/sim_results.py puts them in the summary). Exit status: 0
 done, 1 a run failed, 2 a usage error.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
 import datetime
 import json
@@ -144,4 +145,4 @@ def sweep(args, table, kernels, tmp):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(program.run("sim_sweep.py", main))

@@ -31,13 +31,16 @@ another CPU model.
 Exit status: 0 done, every configuration valid or refused; 1 a configuration
 INVALID or a process failing; 2 a usage error or a run that cannot resume.
 """
+import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
 import datetime
+import fcntl
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -49,15 +52,25 @@ import benchdata  # noqa: E402
 import stats  # noqa: E402
 from benchdata import NAME  # noqa: E402  (kernel/workload/n:N/threads:T)
 from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
-# Seconds each repetition runs at least: 0.2 s holds many iterations of a fast
-# search and one of a slow one (Google Benchmark's own default, 0.5 s, would
-# make the default sweep, already about an hour on 2 cores, longer still).
-DEFAULT_MIN_TIME = 0.2
+# Seconds each repetition runs at least. A repetition is one sample of the
+# statistics (stats.py): the spread the intervals show comes from the
+# repetitions and rounds, each in its own state of the machine, not from how
+# many searches a repetition averages; 0.1 s holds a dozen searches of
+# 100,000 particles by the fast kernels and thousands of small ones. Three rounds of three repetitions then keep the default sweep
+# within its budget on 2 cores (docs/running.md). The committed reference
+# runs were made with 0.2 (--min-time 0.2 repeats their design).
+DEFAULT_MIN_TIME = 0.1
+RUN_FILE = "run.json"
+LOCK_FILE = ".sweep.lock"
 QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.01, "max_n": 20000}
 
 
 class UsageError(Exception):
     """A usage error or a run that cannot be resumed: exit 2."""
+
+
+class RunError(RuntimeError):
+    """The run cannot go on (processes that did not complete): exit 1."""
 
 
 def log(msg):
@@ -196,7 +209,7 @@ def parse_args(argv):
     if a.min_time is not None and not a.min_time > 0:
         raise UsageError("--min-time must be positive")
     if a.threads is None:
-        a.threads = ",".join(sorted({"1", str(os.cpu_count() or 1)}, key=int))
+        a.threads = ",".join(sorted({"1", str(usable_cpus())}, key=int))
     if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", a.threads):
         raise UsageError(f"--threads '{a.threads}' is not a comma list of whole numbers >= 1")
     return a
@@ -256,20 +269,117 @@ def run_conf(a):
                         "wait_policy": a.wait_policy}}
 
 
+RESUME = "./run_all.sh --resume"
+
+
+def read_run(d):
+    """DIR/run.json; UsageError, in one line, when it is damaged."""
+    path = os.path.join(d, RUN_FILE)
+    cannot = f"the run in {d} cannot be continued; move it aside and start a new run"
+    try:
+        run = benchdata.read_json(path)
+    except benchdata.FormatError as e:
+        raise UsageError(f"{e}: {cannot}") from None
+    if not isinstance(run, dict):
+        raise UsageError(f"{path} is damaged (not an object): {cannot}")
+    for key, kind, what in (("commit", str, "a string"), ("cpu_model", str, "a string"),
+                            ("options", dict, "an object"), ("finished", (str, type(None)),
+                                                             "a time or null")):
+        if key in run or key != "finished":
+            if not isinstance(run.get(key), kind):
+                raise UsageError(f"{path} is damaged ({key} is {benchdata.shown(run.get(key))}, "
+                                 f"not {what}): {cannot}")
+    return run
+
+
+def finished(d, run):
+    """Whether a run is complete: every stage after the merge done (run.json's
+    finished, set by --finish); a run from before that field, when merged."""
+    if "finished" in run:
+        return run["finished"] is not None
+    return os.path.isfile(os.path.join(d, "bench.json"))
+
+
+def lock_run(d):
+    """Holds DIR/.sweep.lock for as long as this process lives, so no other
+    sweep resumes the run it measures; UsageError when another holds it."""
+    f = open(os.path.join(d, LOCK_FILE), "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise UsageError(f"--resume: the run in {d} is being measured now ({holder}); "
+                         "wait for it to end") from None
+    f.truncate(0)
+    f.write(f"pid {os.getpid()}\n")
+    f.flush()
+    return f
+
+
 def find_resumable(results, conf):
+    """The latest run under results that is not finished, locked for this
+    process; UsageError when there is none, when its run.json is damaged or
+    when it was made with another commit, CPU model or options."""
     runs = sorted((d for d in (os.listdir(results) if os.path.isdir(results) else [])
-                   if os.path.isfile(os.path.join(results, d, "run.json"))
-                   and not os.path.isfile(os.path.join(results, d, "bench.json"))), reverse=True)
-    if not runs:
-        raise UsageError(f"--resume: no unfinished run under {results}")
-    d = os.path.join(results, runs[0])
-    with open(os.path.join(d, "run.json")) as f:
-        old = json.load(f)
-    for field, what in (("commit", "commit"), ("cpu_model", "CPU model"), ("options", "options")):
-        if old.get(field) != conf[field]:
-            raise UsageError(f"--resume: the unfinished run {d} was made with another {what} "
-                             f"({old.get(field)!r}, now {conf[field]!r}); start a new run")
-    return d
+                   if os.path.isfile(os.path.join(results, d, RUN_FILE))), reverse=True)
+    for name in runs:
+        d = os.path.join(results, name)
+        try:
+            old = read_run(d)
+        except UsageError as e:
+            raise UsageError(f"--resume: {e}") from None
+        if finished(d, old):
+            continue
+        for field, what in (("commit", "commit"), ("cpu_model", "CPU model"),
+                            ("options", "options")):
+            if old.get(field) != conf[field]:
+                raise UsageError(f"--resume: the unfinished run {d} was made with another "
+                                 f"{what} ({old.get(field)!r}, now {conf[field]!r}); start a "
+                                 "new run")
+        return d, lock_run(d)
+    raise UsageError(f"--resume: no unfinished run under {results}")
+
+
+def new_run(results, conf):
+    """A new run folder, named by the UTC second it starts (a suffix -2, -3, ...
+    when another run took that name), with its run.json, locked for this
+    process. Where run.json cannot be written the folder is removed again."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    os.makedirs(results, exist_ok=True)
+    for k in range(1, 1000):
+        d = os.path.join(results, stamp + (f"-{k}" if k > 1 else ""))
+        try:
+            os.mkdir(d)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise RunError(f"cannot name a new run under {results}: {stamp} to {stamp}-999 exist")
+    try:
+        os.mkdir(os.path.join(d, "parts"))
+        lock = lock_run(d)
+        program.write_all({os.path.join(d, RUN_FILE): json.dumps(dict(conf, finished=None),
+                                                                 indent=1)},
+                          then="free some space and start the run again")
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    return d, lock
+
+
+def finish(d):
+    """--finish DIR: marks the run complete (run.json's finished: the UTC time),
+    once every stage after the merge is done; --resume passes it by."""
+    run = read_run(d)
+    run["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    program.write_all({os.path.join(d, RUN_FILE): json.dumps(run, indent=1)})
+    try:
+        os.remove(os.path.join(d, LOCK_FILE))
+    except FileNotFoundError:
+        pass
+    return 0
 
 
 def part_name(r, g, t):
@@ -289,9 +399,58 @@ def process_env(t, wait_policy="auto"):
     return env
 
 
+def describe_exit(rc):
+    return f"was killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in \
+        signal.valid_signals() else f"exited with status {rc}"
+
+
+def check_part(path, rc, names):
+    """A process's results: (the loaded part, None) when complete, that is
+    when nsearch-bench exited 0 (or 1: a configuration INVALID or failed, its
+    results written all the same) and its file parses and holds every
+    configuration it was given; else (None, why not)."""
+    if rc not in (0, 1):
+        return None, f"nsearch-bench {describe_exit(rc)}"
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return None, f"nsearch-bench {describe_exit(rc)} and wrote no results"
+    try:
+        part = benchdata.load(path)
+    except benchdata.FormatError as e:
+        return None, f"its results are not complete ({str(e).partition(': ')[2]})"
+    missing = set(names) - {c.name for c in part.configs.values()}
+    if missing:
+        return None, f"its results lack {len(missing)} of its {len(names)} configurations"
+    return part, None
+
+
+def keep_part(tmp, final, rc):
+    """Writes a complete part (the process's file tmp) under its final name,
+    its exit status added to its context (what says, on --resume, whether a
+    configuration was INVALID)."""
+    data = benchdata.read_json(tmp)
+    data.setdefault("context", {})["exit_status"] = rc
+    program.write_all({final: json.dumps(data, indent=1)},
+                      then=f"free some space, then {RESUME} continues the run")
+
+
+def stop_child(proc):
+    """Ends a child process that is still measuring: SIGTERM, then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def run_unit(a, dir_, unit):
+    """One nsearch-bench process; (its exit status, its loaded part or None,
+    why it is incomplete or None). A complete part is moved into place; an
+    incomplete one is discarded."""
     r, g, w, n, t, names = unit
     part = os.path.join(dir_, "parts", part_name(r, g, t))
+    tmp = part + ".bench.tmp"
     env = process_env(t, a.wait_policy)
     args = [a.bench] + bench_args(a, t) + [
         "--no-results", "--reference-dir", os.path.join(dir_, "reference"),
@@ -299,29 +458,56 @@ def run_unit(a, dir_, unit):
         f"--benchmark_repetitions={a.repetitions}",
         "--benchmark_enable_random_interleaving=true",
         "--benchmark_display_aggregates_only=true",
-        f"--benchmark_out={part}.json.tmp", "--benchmark_out_format=json"]
+        f"--benchmark_out={tmp}", "--benchmark_out_format=json"]
     if a.min_time:
         args.append(f"--benchmark_min_time={a.min_time}")
     if "OMP_WAIT_POLICY" not in env:  # default: else nsearch-bench would set its own, active
         args += ["--wait-policy", "default"]
-    with open(part + ".log", "w") as logf:
-        rc = subprocess.run(args, stdout=logf, stderr=subprocess.STDOUT, env=env).returncode
-    if not os.path.isfile(part + ".json.tmp") or os.path.getsize(part + ".json.tmp") == 0:
-        with open(part + ".log") as f:
-            tail = f.read()[-600:]
-        raise RuntimeError(f"nsearch-bench failed on {w} n={n} threads={t} (exit {rc}):\n{tail}")
-    os.replace(part + ".json.tmp", part + ".json")
-    return rc
+    try:
+        with open(part + ".log", "w") as logf:
+            proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env=env,
+                                    preexec_fn=program.child_setup)
+            try:
+                rc = proc.wait()
+            finally:  # stopped: the child goes too
+                stop_child(proc)
+        relay_warnings(part + ".log")
+        loaded, why = check_part(tmp, rc, names)
+        if not why:
+            keep_part(tmp, part + ".json", rc)
+            return rc, loaded, None
+    finally:  # kept, discarded or stopped: the process's own file goes
+        remove(tmp)
+    return rc, None, why
 
 
-def part_medians(path):
+def remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def relay_warnings(log_path):
+    """nsearch-bench's warnings (a cache that failed its check and was made
+    again) reach the console, not only the part's log."""
+    try:
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if line.startswith("nsearch-bench: warning: "):
+                    print(line.rstrip("\n"), flush=True)
+    except OSError:
+        pass
+
+
+def part_medians(part):
     """name -> the median of one part's repetitions in ms with its 95 % interval
     (stats.bootstrap over this one process's repetitions; the value is np.median),
     or the error when none was timed, for the progress lines. The part is read as
     every result file is (benchdata.load: time units, aggregates, failed
     repetitions)."""
     out = {}
-    for c in benchdata.load(path).configs.values():
+    for c in part.configs.values():
         if c.rounds:
             e = stats.bootstrap(c.rounds, rng=stats.generator(c.name))
             out[c.name] = f"{stats.text(e)} ms"
@@ -334,25 +520,29 @@ def part_medians(path):
 
 
 def merge(dir_, units_done, rounds):
-    """bench.json: every part's repetitions tagged with round and part, every context."""
+    """bench.json: every part's repetitions tagged with round and part, every
+    context; its exit status: 1 when a process found a configuration INVALID
+    or failing (the exit_status keep_part recorded), else 0."""
     contexts, benchmarks = [], []
     for r, g, _w, _n, t, _names in sorted(units_done):
         name = part_name(r, g, t)
-        with open(os.path.join(dir_, "parts", name + ".json")) as f:
-            data = json.load(f)
+        data = benchdata.read_json(os.path.join(dir_, "parts", name + ".json"))
         ctx = dict(data.get("context", {}), part=name, round=r)
         contexts.append(ctx)
         for b in data.get("benchmarks", []):
             benchmarks.append(dict(b, round=r, part=name))
     first = dict(contexts[0]) if contexts else {}
-    first.pop("part", None)
-    first.pop("round", None)
+    for key in ("part", "round", "exit_status"):
+        first.pop(key, None)
     first["rounds"] = rounds
     out = {"context": first, "contexts": contexts, "benchmarks": benchmarks}
-    tmp = os.path.join(dir_, "bench.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(tmp, os.path.join(dir_, "bench.json"))
+    program.write_all({os.path.join(dir_, "bench.json"): json.dumps(out, indent=1)},
+                      then=f"free some space, then {RESUME} merges the run")
+    return merged_status(contexts)
+
+
+def merged_status(contexts):
+    return 1 if any(c.get("exit_status") == 1 for c in contexts) else 0
 
 
 def load_warning():
@@ -361,10 +551,127 @@ def load_warning():
             load = float(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return
-    cores = os.cpu_count() or 1
+    cores = usable_cpus()
     if load > cores / 2:
         log(f"WARNING: load average {load} is above half the {cores} cores: timings will be "
             "disturbed")
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity; not OMP_NUM_THREADS)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Space:
+    """The disk space a run needs: estimated from the parts written so far
+    (their JSON and log per configuration), before any from a default."""
+    DEFAULT_PER_CONFIG = 64 * 1024
+    FIGURES = 8 * 1024 * 1024  # bench.tsv, summary.md and the figures, with room
+
+    def __init__(self, dir_):
+        self.dir, self.bytes, self.configs = dir_, 0, 0
+
+    def add(self, name, configs):
+        for ext in (".json", ".log"):
+            try:
+                self.bytes += os.path.getsize(os.path.join(self.dir, "parts", name + ext))
+            except OSError:
+                pass
+        self.configs += configs
+
+    def per_config(self):
+        return self.bytes / self.configs if self.configs else self.DEFAULT_PER_CONFIG
+
+    def check(self, path, configs_now, configs_left):
+        """DiskFull (naming path) when the disk lacks room for the next part,
+        twice its estimate; the rest of the run's needs in the message."""
+        free = program.free_bytes(self.dir)
+        if free is not None and free < 2 * self.per_config() * configs_now:
+            raise self.full(path, configs_left)
+
+    def full(self, path, configs_left):
+        # the parts still to come, then bench.json (about as large as the parts),
+        # then the table, the summary and the figures
+        needed = self.per_config() * configs_left + (self.bytes + self.per_config()
+                                                     * configs_left) + self.FIGURES
+        return program.disk_full(path, needed, f"free some space, then {RESUME} continues "
+                                 "the run")
+
+
+def measure(a, dir_, plan, total):
+    """Runs every unit of the plan whose part is missing, each failed one once
+    more at the end; RunError when some still fail (their parts discarded, so
+    --resume measures them again)."""
+    done, start, measured_before = 0, time.monotonic(), None
+    space = Space(dir_)
+    left = total
+    failed = []
+    for attempt in (1, 2):
+        todo = plan if attempt == 1 else [u for u, _ in failed]
+        if attempt == 2 and todo:
+            log(f"measuring again the {len(todo)} process(es) that did not complete")
+        failed = []
+        for unit in todo:
+            r, g, w, n, t, names = unit
+            name = part_name(r, g, t)
+            path = os.path.join(dir_, "parts", name + ".json")
+            if os.path.isfile(path):
+                done += len(names)
+                left -= len(names)
+                space.add(name, len(names))
+                continue
+            if measured_before is None:
+                measured_before = done
+            space.check(path, len(names), left)
+            rc, part, why = run_unit(a, dir_, unit)
+            elapsed = time.monotonic() - start
+            if why:
+                free = program.free_bytes(dir_)
+                if free is not None and free < space.per_config() * len(names):
+                    raise space.full(path, left)
+                failed.append((unit, why))
+                again = "measured again at the end" if attempt == 1 else "not measured"
+                print(f"[{done}/{total}] {w} n={n} threads={t} (round {r}): {why}; {again}",
+                      flush=True)
+                continue
+            left -= len(names)
+            space.add(name, len(names))
+            medians = part_medians(part)
+            for cname in names:
+                done += 1
+                rate = elapsed / max(done - measured_before, 1)
+                print(f"[{done}/{total}] {cname} (round {r}) ... {medians.get(cname, 'not run')} "
+                      f"(elapsed {duration(elapsed)}, about {duration(left * rate)} left)",
+                      flush=True)
+    if failed:
+        for (r, g, w, n, t, _names), why in failed:
+            log(f"{part_name(r, g, t)} ({w}, n={n}, {t} thread{'s' * (t > 1)}): {why}; its "
+                f"part was discarded (log: {os.path.join(dir_, 'parts', part_name(r, g, t))}.log)")
+        raise RunError(f"{len(failed)} of {len(plan)} processes did not complete, twice: "
+                       f"{RESUME} measures them again")
+    return start
+
+
+def measure_and_merge(a, configs, dir_):
+    """The run's parts, then bench.json (both kept from before on --resume);
+    the exit status (merge())."""
+    merged = os.path.join(dir_, "bench.json")
+    if os.path.isfile(merged):
+        log("every process was measured and merged: what follows the merge is done again")
+        return merged_status(benchdata.read_json(merged).get("contexts", []))
+    plan = units(configs, a.rounds, a.shuffle_seed)
+    total = sum(len(u[5]) for u in plan)
+    log(f"{len(configs)} configurations x {a.rounds} rounds in {len(plan)} processes, "
+        f"{a.repetitions} repetitions each, into {dir_} ({usable_cpus()} cores)")
+    load_warning()
+    start = measure(a, dir_, plan, total)
+    status = merge(dir_, plan, a.rounds)
+    shutil.rmtree(os.path.join(dir_, "reference"), ignore_errors=True)
+    log(f"merged {len(plan)} processes into {merged} in {duration(time.monotonic() - start)}")
+    return status
 
 
 def sweep(a):
@@ -373,49 +680,26 @@ def sweep(a):
     # refused one leaves no run folder behind for --resume to find
     configs = list_configs(a)
     if a.resume:
-        dir_ = find_resumable(a.results, conf)
+        dir_, lock = find_resumable(a.results, conf)
         for f in os.listdir(os.path.join(dir_, "parts")):
             if f.endswith(".tmp"):
                 os.remove(os.path.join(dir_, "parts", f))
         log(f"resuming {dir_}")
     else:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        dir_ = os.path.join(a.results, stamp)
-        os.makedirs(os.path.join(dir_, "parts"))
-        with open(os.path.join(dir_, "run.json"), "w") as f:
-            json.dump(conf, f, indent=1)
-    plan = units(configs, a.rounds, a.shuffle_seed)
-    total = sum(len(u[5]) for u in plan)
-    log(f"{len(configs)} configurations x {a.rounds} rounds in {len(plan)} processes, "
-        f"{a.repetitions} repetitions each, into {dir_} ({os.cpu_count()} cores)")
-    load_warning()
-    status, done, start = 0, 0, time.monotonic()
-    measured_before = None
-    for unit in plan:
-        r, g, w, n, t, names = unit
-        path = os.path.join(dir_, "parts", part_name(r, g, t) + ".json")
-        if os.path.isfile(path):
-            done += len(names)
-            continue
-        if measured_before is None:
-            measured_before = done
-        rc = run_unit(a, dir_, unit)
-        status = status or (1 if rc != 0 else 0)
-        medians = part_medians(path)
-        elapsed = time.monotonic() - start
-        for name in names:
-            done += 1
-            rate = elapsed / max(done - measured_before, 1)
-            print(f"[{done}/{total}] {name} (round {r}) ... {medians.get(name, 'not run')} "
-                  f"(elapsed {duration(elapsed)}, about {duration((total - done) * rate)} left)",
-                  flush=True)
-    merge(dir_, plan, a.rounds)
-    shutil.rmtree(os.path.join(dir_, "reference"), ignore_errors=True)
-    log(f"merged {len(plan)} processes into {os.path.join(dir_, 'bench.json')} in "
-        f"{duration(time.monotonic() - start)}")
+        dir_, lock = new_run(a.results, conf)
+    try:
+        status = measure_and_merge(a, configs, dir_)
+    except program.Stopped as e:
+        if not os.environ.get("NS_STOP_QUIET"):  # run_all.sh, its parent, says it
+            kept = len([f for f in os.listdir(os.path.join(dir_, "parts"))
+                        if f.endswith(".json")])
+            log(f"stopped by {e.name}: the {kept} processes measured are kept in {dir_}; "
+                f"{RESUME} continues the run")
+        return e.status
     if a.dir_file:
         with open(a.dir_file, "w") as f:
             f.write(dir_ + "\n")
+    lock.close()
     return status
 
 
@@ -424,15 +708,19 @@ def main(argv):
         print(machine_label())
         return 0
     try:
+        if argv[:1] == ["--finish"]:
+            if len(argv) != 2:
+                raise UsageError("--finish takes one run folder")
+            return finish(argv[1])
         a = parse_args(argv)
         return sweep(a)
     except UsageError as e:
         print(f"sweep.py: {e}", file=sys.stderr)
         return 2
-    except (RuntimeError, OSError) as e:
+    except RunError as e:
         print(f"sweep.py: {e}", file=sys.stderr)
         return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(program.run("sweep.py", main, sys.argv[1:]))

@@ -18,13 +18,19 @@ set -u
 ROOT=$1 BENCH=$2 SCRATCH=$3 CASE=$4
 . "$ROOT/harness/python.sh"
 rm -rf "$SCRATCH" && mkdir -p "$SCRATCH" || exit 1
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+. "$ROOT/tests/sweep/lib.sh"
 
 SMALL=(--kernels naive,hash_parallel --workloads uniform,sheet --max-n 200 --threads 1,2
        --repetitions 2 --min-time 0.001)
+# fewer processes (2 a round), each of a second or so: a signal finds one measuring
+FEW=(--workloads uniform --max-n 100 --rounds 2 --min-time 0.3)
 
 sweep() { "$PY" "$ROOT/harness/sweep.py" --bench "$BENCH" --results "$SCRATCH/runs" "${SMALL[@]}" "$@"; }
+# sweep_bg ARGS...: the same in the background, PID its process (not a subshell's)
+sweep_bg() {
+    "$PY" "$ROOT/harness/sweep.py" --bench "$BENCH" --results "$SCRATCH/runs" "${SMALL[@]}" "$@" &
+    PID=$!
+}
 
 # check_merged FILE ROUNDS: every configuration has repetitions in every round,
 # each part holds one thread count, contexts are kept per part.
@@ -233,6 +239,204 @@ if generations != ["family26-model2", ""]:
     bad.append(generations)
 raise SystemExit(1 if bad else 0)
 PY
+}
+
+# A stand-in for nsearch-bench that runs it, then, on the processes MODE picks,
+# cuts its results file in half and dies by SIGKILL, as a crash or the OOM
+# killer would leave it: fake_bench FILE MODE, MODE 'once' (the first timed
+# process only) or 'sheet' (every process of the sheet workload).
+fake_bench() {
+    cat >"$1" <<FAKE
+#!/usr/bin/env bash
+out=""
+for arg; do case \$arg in --benchmark_out=*) out=\${arg#--benchmark_out=} ;; esac; done
+"$BENCH" "\$@"
+rc=\$?
+[ -n "\$out" ] || exit \$rc
+case $2 in
+    once) [ -e "$SCRATCH/crashed" ] && exit \$rc; touch "$SCRATCH/crashed" ;;
+    sheet) case "\$*" in *"/sheet/"*) ;; *) exit \$rc ;; esac ;;
+esac
+head -c \$((\$(stat -c %s "\$out") / 2)) "\$out" >"\$out.cut" && mv "\$out.cut" "\$out"
+kill -KILL \$\$
+FAKE
+    chmod +x "$1"
+}
+
+
+case_crashed_part() { # label: survival
+    fake_bench "$SCRATCH/once" once
+    BENCH="$SCRATCH/once" sweep --rounds 2 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 ||
+        fail "a sweep with one crashed process failed: $(tail -2 "$SCRATCH/log")"
+    no_traceback "$SCRATCH/log"
+    grep -q "was killed by SIGKILL; measured again at the end" "$SCRATCH/log" ||
+        fail "the crashed process is not named: $(grep -m1 killed "$SCRATCH/log")"
+    grep -q "measuring again the 1 process" "$SCRATCH/log" || fail "no second attempt"
+    [ -f "$(cat "$SCRATCH/dir" 2>/dev/null)/bench.json" ] && check_merged "$(cat "$SCRATCH/dir")/bench.json" 2
+    # a process that dies every time: the run stops resumable, each failed part in a line
+    fake_bench "$SCRATCH/sheet" sheet
+    rm -f "$SCRATCH/dir"
+    BENCH="$SCRATCH/sheet" sweep --rounds 2 --dir-file "$SCRATCH/dir" >"$SCRATCH/log2" 2>&1
+    local rc=$?
+    [ $rc -eq 1 ] || fail "a sweep whose sheet processes always crash: exit $rc, want 1"
+    no_traceback "$SCRATCH/log2"
+    [ ! -e "$SCRATCH/dir" ] || fail "a run with parts missing gave a run folder to finish"
+    local lost
+    lost=$(grep -c "its part was discarded" "$SCRATCH/log2")
+    [ "$lost" -eq 4 ] || fail "$lost discarded parts named, want 4 (sheet n=200 x 2 threads x 2 rounds)"
+    grep -q "did not complete, twice: ./run_all.sh --resume measures them again" "$SCRATCH/log2" ||
+        fail "no line saying how to continue: $(tail -1 "$SCRATCH/log2")"
+    local dir
+    dir=$(ls -d "$SCRATCH"/runs/*/ | tail -1)
+    dir=${dir%/}
+    [ -z "$(ls "$dir"/parts/ | grep -v -e '\.json$' -e '\.log$')" ] || fail "leftovers in parts/: $(ls "$dir"/parts)"
+    sweep --rounds 2 --resume --dir-file "$SCRATCH/dir" >"$SCRATCH/log3" 2>&1 ||
+        fail "resume after the crashes failed: $(tail -2 "$SCRATCH/log3")"
+    local again
+    again=$(grep -c '^\[' "$SCRATCH/log3")
+    # the lost parts' configurations: naive and hash_parallel with 1 thread, hash_parallel with 2
+    [ "$again" -eq 6 ] || fail "resume measured $again configurations, want the 6 of the lost parts"
+    check_merged "$dir/bench.json" 2
+}
+
+case_damaged_run_json() { # label: survival
+    sweep --rounds 1 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 || fail "first sweep failed"
+    local dir rc what
+    dir=$(cat "$SCRATCH/dir")
+    rm -f "$dir/bench.json"
+    cp "$dir/run.json" "$SCRATCH/run.json"
+    [ -z "$(ls -A "$dir" | grep tmp)" ] || fail "a temporary beside run.json"
+    for what in truncated list options_string empty; do
+        case $what in
+            truncated) head -c 40 "$SCRATCH/run.json" >"$dir/run.json" ;;
+            list) echo '[1, 2]' >"$dir/run.json" ;;
+            options_string) sed 's/"options": {/"options": "x", "o": {/' "$SCRATCH/run.json" >"$dir/run.json" ;;
+            empty) : >"$dir/run.json" ;;
+        esac
+        sweep --rounds 1 --resume >"$SCRATCH/log-$what" 2>&1
+        rc=$?
+        [ $rc -eq 2 ] || fail "resume of a $what run.json: exit $rc, want 2"
+        no_traceback "$SCRATCH/log-$what"
+        [ "$(wc -l <"$SCRATCH/log-$what")" -eq 1 ] ||
+            fail "resume of a $what run.json: $(wc -l <"$SCRATCH/log-$what") lines, want 1"
+        grep -q "run.json.*move it aside" "$SCRATCH/log-$what" || fail "$what: $(cat "$SCRATCH/log-$what")"
+    done
+}
+
+
+
+case_interrupted() { # label: survival
+    local sig rc dir pid
+    set -m # background jobs in groups of their own, SIGINT not ignored (as from a terminal)
+    for sig in INT TERM; do
+        rm -rf "$SCRATCH/runs" "$SCRATCH/dir"
+        # processes of a second or more, so the signal finds one measuring
+        sweep_bg "${FEW[@]}" --dir-file "$SCRATCH/dir" >"$SCRATCH/log-$sig" 2>&1
+        pid=$PID
+        wait_for "$SCRATCH/runs/*/parts/r*.log" 20 || fail "$sig: no process started"
+        sleep 0.3
+        kill -s $sig $pid
+        wait $pid
+        rc=$?
+        case $sig in INT) [ $rc -eq 130 ] ;; TERM) [ $rc -eq 143 ] ;; esac || fail "SIG$sig: exit $rc"
+        no_traceback "$SCRATCH/log-$sig"
+        grep -q "stopped by SIG$sig: the [0-9]* processes measured are kept in .*; ./run_all.sh --resume continues the run" \
+            "$SCRATCH/log-$sig" || fail "SIG$sig: $(tail -1 "$SCRATCH/log-$sig")"
+        no_orphans "SIG$sig" "$SCRATCH/"
+        dir=$(ls -d "$SCRATCH"/runs/*/ | tail -1)
+        dir=${dir%/}
+        [ -z "$(find "$dir" -name '*.tmp')" ] || fail "SIG$sig: temporaries left: $(find "$dir" -name '*.tmp')"
+        sweep "${FEW[@]}" --resume --dir-file "$SCRATCH/dir" >"$SCRATCH/log2-$sig" 2>&1 ||
+            fail "SIG$sig: resume failed: $(tail -1 "$SCRATCH/log2-$sig")"
+        check_merged "$dir/bench.json" 2
+    done
+    # merged, not finished: --resume goes on after the merge; finished: not resumed
+    sweep "${FEW[@]}" --resume --dir-file "$SCRATCH/dir2" >"$SCRATCH/log3" 2>&1 ||
+        fail "resume of a merged run failed: $(tail -1 "$SCRATCH/log3")"
+    grep -q "measured and merged" "$SCRATCH/log3" || fail "merged run: $(tail -1 "$SCRATCH/log3")"
+    [ "$(cat "$SCRATCH/dir2")" = "$(cat "$SCRATCH/dir")" ] || fail "merged run: another folder"
+    "$PY" "$ROOT/harness/sweep.py" --finish "$(cat "$SCRATCH/dir")" || fail "--finish failed"
+    sweep "${FEW[@]}" --resume >"$SCRATCH/log4" 2>&1
+    rc=$?
+    { [ $rc -eq 2 ] && grep -q "no unfinished run" "$SCRATCH/log4"; } || fail "a finished run was resumed (exit $rc)"
+}
+
+case_two_runs() { # label: survival
+    sweep --rounds 1 --workloads uniform --max-n 100 --dir-file "$SCRATCH/d1" >"$SCRATCH/log1" 2>&1 &
+    local p1=$!
+    sweep --rounds 1 --workloads uniform --max-n 100 --dir-file "$SCRATCH/d2" >"$SCRATCH/log2" 2>&1 &
+    local p2=$!
+    wait $p1 || fail "first of two runs failed: $(tail -1 "$SCRATCH/log1")"
+    wait $p2 || fail "second of two runs failed: $(tail -1 "$SCRATCH/log2")"
+    [ "$(cat "$SCRATCH/d1")" != "$(cat "$SCRATCH/d2")" ] || fail "two runs in one folder"
+    [ "$(ls "$SCRATCH/runs" | wc -l)" -eq 2 ] || fail "$(ls "$SCRATCH/runs" | wc -l) run folders"
+    # a run being measured is not taken over by --resume
+    rm -rf "$SCRATCH/runs"
+    sweep "${FEW[@]}" >"$SCRATCH/log3" 2>&1 &
+    local p3=$!
+    wait_for "$SCRATCH/runs/*/parts/r*.log" 20 || fail "no process started"
+    sweep "${FEW[@]}" --resume >"$SCRATCH/log4" 2>&1
+    local rc=$?
+    [ $rc -eq 2 ] || fail "resume of a run being measured: exit $rc, want 2"
+    grep -q "is being measured now (pid [0-9]*); wait for it to end" "$SCRATCH/log4" ||
+        fail "the refusal: $(cat "$SCRATCH/log4")"
+    wait $p3 || fail "the run measured beside a refused resume failed"
+}
+
+# disk_sweep FREE_KB LOG [SWEEP OPTIONS]: the sweep into SCRATCH/keep/r, run in
+# a mount namespace of its own where it is a small file system filled to leave
+# FREE_KB (the folder copied in before and out after). Exit 77: no tmpfs here.
+disk_sweep() {
+    local free=$1 log=$2
+    shift 2
+    mkdir -p "$SCRATCH/keep" "$SCRATCH/fs"
+    unshare -m bash -c '
+        s=$1 free=$2
+        shift 2
+        mount -t tmpfs -o size=16m tmpfs "$s/fs" || exit 77
+        cp -a "$s/keep/." "$s/fs/"
+        avail=$(df -Pk "$s/fs" | awk "NR == 2 { print \$4 }")
+        [ "$avail" -le "$free" ] || head -c $(((avail - free) * 1024)) /dev/zero >"$s/fs/filler"
+        "$@"
+        rc=$?
+        rm -f "$s/fs/filler"
+        rm -rf "$s/keep" && cp -a "$s/fs/." "$s/keep/"
+        exit $rc' _ "$SCRATCH" "$free" "$PY" "$ROOT/harness/sweep.py" --bench "$BENCH" \
+        --results "$SCRATCH/fs/r" "${SMALL[@]}" "$@" >"$log" 2>&1
+}
+
+case_disk_full() { # label: survival
+    [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null || { echo "no mount namespace here: skipped"; exit 77; }
+    local rc
+    # full at the start: before the first part
+    disk_sweep 20 "$SCRATCH/log1" --rounds 1
+    rc=$?
+    [ $rc -ne 77 ] || { echo "cannot mount a tmpfs here: skipped"; exit 77; }
+    [ $rc -eq 1 ] || fail "a full disk at the start: exit $rc, want 1"
+    no_traceback "$SCRATCH/log1"
+    grep -q "cannot write .*/parts/r1-g[0-9]*-t[12].json: the disk is full (.* free there, about .* needed); free some space, then ./run_all.sh --resume continues the run" \
+        "$SCRATCH/log1" || fail "full at the start: $(tail -2 "$SCRATCH/log1")"
+    # freed: --resume completes it
+    disk_sweep 14000 "$SCRATCH/log2" --rounds 1 --resume --dir-file "$SCRATCH/dir" ||
+        fail "resume after freeing space failed: $(tail -1 "$SCRATCH/log2")"
+    local run
+    run=$SCRATCH/keep/r/$(basename "$(cat "$SCRATCH/dir")")
+    [ -f "$run/bench.json" ] || fail "no bench.json after the resume"
+    # full at the merge: every part measured, no room for bench.json
+    local merged_kb
+    merged_kb=$(du -k "$run/bench.json" | cut -f1)
+    rm -f "$run/bench.json"
+    disk_sweep $((merged_kb / 2)) "$SCRATCH/log3" --rounds 1 --resume
+    rc=$?
+    [ $rc -eq 1 ] || fail "a full disk at the merge: exit $rc, want 1 ($(tail -1 "$SCRATCH/log3"))"
+    no_traceback "$SCRATCH/log3"
+    grep -q "cannot write .*bench.json: the disk is full (.* free there, about .* needed); free some space, then ./run_all.sh --resume merges the run" \
+        "$SCRATCH/log3" || fail "full at the merge: $(tail -2 "$SCRATCH/log3")"
+    [ ! -e "$run/bench.json" ] && [ -z "$(find "$run" -name '*.tmp')" ] || fail "a half-written merge left behind"
+    disk_sweep 14000 "$SCRATCH/log4" --rounds 1 --resume ||
+        fail "resume after the merge's full disk failed: $(tail -1 "$SCRATCH/log4")"
+    [ -f "$run/bench.json" ] || fail "no bench.json after the second resume"
+    check_merged "$run/bench.json" 1
 }
 
 "case_$CASE"

@@ -8,7 +8,7 @@
 
 #include "options.h"
 
-/* Exit statuses (README, "Exit status"). */
+/* Exit statuses (docs/cli.md, "Exit status"). */
 enum {
     EXIT_FAIL = 1,   /* not the input's fault: memory, a refusal, writing, the output path */
     EXIT_USAGE = 2,  /* a usage error or invalid input */

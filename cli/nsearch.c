@@ -2,7 +2,7 @@
  * any kernel, particle files from the workload generators, the particle
  * simulation. This file: main, the lists and `gen`; pairs.c and sim.c hold
  * the other commands, options.c the option parser, output.c the output
- * files. Exit statuses: cli.h (and the README). */
+ * files. Exit statuses: cli.h (and docs/cli.md). */
 #include "cli.h"
 #include "output.h"
 #include "table_json.h"
@@ -41,7 +41,7 @@ static const char gen_help[] =
     "  --seed S         the generator's seed (default 1); the same (N, S) gives the same file\n"
     "  --output FILE    write to FILE instead of standard output ('-': standard output); a\n"
     "                   regular file is replaced only when complete, keeping its mode and\n"
-    "                   owner; a device or FIFO is written directly (README, 'Output files')\n";
+    "                   owner; a device or FIFO is written directly (docs/cli.md, 'Output files')\n";
 
 /* The kernel table: name and description, or with --json every field. */
 static void list_kernels(bool json)
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
                   kernels
                       ? "Usage: nsearch kernels [--json]\nLists the kernels: name, then a "
                         "one-line description; with --json\nevery field of the kernel table "
-                        "(README, \"Adding a kernel\").\n"
+                        "(docs/testing.md, \"Adding a kernel\").\n"
                       : "Usage: nsearch workloads [--json]\nLists the workload generators: "
                         "name, then a one-line description;\nwith --json every field of the "
                         "workload table (cache_version, at_rest, headline, bulk,\nwide_radii).\n");

@@ -33,7 +33,7 @@ static const char pairs_help[] =
     "                    writing any\n"
     "  --output FILE     write to FILE instead of standard output ('-': standard output); a\n"
     "                    regular file is replaced only when complete, keeping its mode and\n"
-    "                    owner; a device or FIFO is written directly (README, 'Output files')\n"
+    "                    owner; a device or FIFO is written directly (docs/cli.md, 'Output files')\n"
     "  --format csv|bin  csv (default): the line i,j,overlap,nx,ny,nz then one contact per\n"
     "                    line, i<j, sorted by i then j, numbers as %.9g. bin: little-endian,\n"
     "                    a 24-byte header (the 8 bytes NSCONTAC, uint32 version 1, uint32\n"

@@ -1,6 +1,6 @@
 # aarch64-linux-gnu.cmake - cross-building for 64-bit ARM with Debian's
 # cross compiler (gcc-aarch64-linux-gnu), the programs run under qemu's user
-# mode emulation (qemu-user): the preset aarch64 (README, "Tests").
+# mode emulation (qemu-user): the preset aarch64 (docs/testing.md, "On 64-bit ARM").
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)

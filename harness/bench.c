@@ -445,7 +445,7 @@ static int compare_double(const void *a, const void *b)
  * work, fixed: each thread of the process writes its slice of PROBE_WORDS
  * words, then, after a barrier, reads the next thread's slice (its own with
  * one thread) in a scattered order, PROBE_REPS times; mem_probe_ms is the
- * median (README, "Counters"). It runs outside the timed loop, so it adds to
+ * median (docs/harness.md, "Counters"). It runs outside the timed loop, so it adds to
  * the sweep's time, never to a repetition's. */
 #define PROBE_VERSION 1
 #define PROBE_WORDS (1u << 20) /* 4 MiB: beyond the private caches, within a shared one */
@@ -743,7 +743,7 @@ typedef struct timed {
     disturbance before, after;
 } timed;
 
-/* The counters of a timed configuration (README, "Counters"). */
+/* The counters of a timed configuration (docs/harness.md, "Counters"). */
 static void set_counters(nsb_state *st, const config *c, const searcher *se, const timed *t)
 {
     ns_index_info info = {0};
@@ -1966,7 +1966,7 @@ int main(int argc, char **argv)
     argv = args;
     nsb_initialize(&argc, argv);
     options o = parse_options(argc, argv);
-    /* Thread wake-up: see README ("Thread wake-up"). libgomp reads the
+    /* Thread wake-up: see docs/harness.md ("Thread wake-up"). libgomp reads the
      * environment when it is loaded, before main, so the policy is set and
      * the harness starts again with it (same process, same arguments);
      * libomp would read it at the first OpenMP call, but the restart serves

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # power.sh - can the comparison see a real difference? One build, the
-# kernels on two code paths (README, "Code paths"): NS_ISA=avx512 and
+# kernels on two code paths (docs/library.md, "Code paths"): NS_ISA=avx512 and
 # NS_ISA=avx2. Both sweep grid_sorted and bound on uniform up to
 # n = 1,000,000 in independent rounds, back to back, and harness/compare.py
 # compares them. On a CPU with full-width AVX-512 the verdict for grid_sorted

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import time
 
-# The defaults (README, "The two commands"): stats.DEFAULT_ROUNDS independent
+# The defaults (docs/usage.md, "Sweep options"): stats.DEFAULT_ROUNDS independent
 # rounds of stats.DEFAULT_REPETITIONS repetitions, the design the statistics
 # are tested at.
 import benchdata  # noqa: E402

@@ -5,7 +5,7 @@
  * file kernels/<name>.c defines NS__OPS(<name>),
  * its ops on each code path it is compiled for (kernel.h). min_per_thread was measured on
  * uniform (the workload where a second thread pays latest) on a 2-vCPU Zen 4: the n where
- * 2 threads first beat 1 (README, "Threads at small n"), halved, rounded up. */
+ * 2 threads first beat 1 (docs/kernels.md, "Threads at small n"), halved, rounded up. */
 NS_KERNEL(naive, "all pairs i<j, serial: the reference every kernel is checked against", false,
           false, true, false, true, 1, false, 0, false)
 NS_KERNEL(naive_omp, "all pairs i<j, rows split over OpenMP threads (dynamic schedule)", true,

@@ -112,7 +112,7 @@ static void t_kernel_table(void)
     CHECK(ns_kernel_find("naive_") == NULL);
     CHECK(ns_kernel_find("nai") == NULL);
 
-    /* the documented kernels and their flags (the README's kernel table) */
+    /* the documented kernels and their flags (docs/kernels.md's kernel table) */
     const struct {
         const char *name;
         bool parallel, table, quadratic, domain_memory, stable_order;

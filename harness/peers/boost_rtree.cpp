@@ -13,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-/* Measured here (README, "Peers"): rstar, quadratic and linear node
+/* Measured here (docs/harness.md, "The peers"): rstar, quadratic and linear node
  * parameters, 8 to 32 entries per node. */
 #ifndef NSB_RTREE_ALGORITHM
 #define NSB_RTREE_ALGORITHM rstar

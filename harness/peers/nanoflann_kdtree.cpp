@@ -10,7 +10,7 @@
 
 #include <memory>
 
-/* Measured here (README, "Peers"): leaf sizes 10 to 40, and the queries in
+/* Measured here (docs/harness.md, "The peers"): leaf sizes 10 to 40, and the queries in
  * the caller's order against the tree's order. */
 #ifndef NSB_NANOFLANN_LEAF
 #define NSB_NANOFLANN_LEAF 20

@@ -420,7 +420,7 @@ ns_status ns_contact_list_reserve(ns_contact_list *list, size_t wanted, ns_error
 
 /* A fresh contact list's pages, faulted in by the search's own parallel
  * writes, cost about three times what the kernel takes to hand them out in
- * bulk beforehand (README, "The one-shot search"): the part of the list that
+ * bulk beforehand (docs/harness.md, "What is timed"): the part of the list that
  * growing it brought, up to the filled contacts about to be written, is
  * made present first. A list with room already (a reused one) is left as
  * it is. */

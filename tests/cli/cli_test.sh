@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `nsearch` command-line tool, tested from outside against its contract
-# (README: commands, particle and contact file formats, exit codes, limits and
+# (docs/cli.md: commands, particle and contact file formats, exit codes, limits and
 # refusals, output files, nothing lost on failure).
 #
 #   cli_test.sh NSEARCH SCRATCH CASE
@@ -702,7 +702,7 @@ case_coincident() {
     expect_output zero "$CSV_HEADER\n" --input zero.csv --radius 0
 }
 
-# `--input -` reads standard input (README).
+# `--input -` reads standard input (docs/cli.md).
 case_input_stdin() {
     load_kernels
     printf '%s' "$INDEX_FILE" >idx.csv
@@ -716,14 +716,14 @@ case_input_stdin() {
     done
 }
 
-# The README's worked example, exactly.
+# docs/cli.md's worked example, exactly.
 case_readme_example() {
     printf '# three spheres of radius 0.5, the last one twice\nx,y,z,r\n0,0,0,0.5\n0.6,0,0,0.5\n0.6,0.8,0,0.5\n0.6,0.8,0,0.5\n' >points.csv
     printf 'i,j,overlap,nx,ny,nz\n0,1,0.399999976,1,0,0\n1,2,0.199999988,0,1,0\n1,3,0.199999988,0,1,0\n2,3,1,0,0,0\n' >"$K/want"
     okv ex pairs --kernel hash_parallel --input points.csv --check --output out.csv || return
-    same "$K/want" out.csv "README example"
-    grep -qw VALID "$K/ex.err" || fail "README example: no VALID on stderr"
-    [ -s "$K/ex.out" ] && fail "README example: stdout not empty"
+    same "$K/want" out.csv "docs/cli.md example"
+    grep -qw VALID "$K/ex.err" || fail "docs/cli.md example: no VALID on stderr"
+    [ -s "$K/ex.out" ] && fail "docs/cli.md example: stdout not empty"
 }
 
 # ------------------------------------------------- refusals (exit 1)
@@ -798,7 +798,7 @@ case_coincident_100k() {
     expect_fail 1 "" "" pairs --kernel grid_sorted --input same.csv --output out.csv
     message_matches 'too many contacts' "grid_sorted on 100,000 coincident particles"
     # how long it took is reported, not asserted (tests make no timing claims;
-    # a release build refuses in about a second, the README says)
+    # a release build refuses in about a second, docs/cli.md says)
     note "grid_sorted refused in $((SECONDS - start)) s"
 }
 
@@ -1216,7 +1216,7 @@ case_err_bad_output_dir() {
     # an output in a folder that does not exist: not the input's fault, exit 1
     good_input
     run bad_out pairs --kernel naive --input good.csv --output no-such-dir/out.csv
-    [ "$RC" -eq 1 ] || fail "--output no-such-dir/out.csv: exit $RC, want 1 (README: a write error)"
+    [ "$RC" -eq 1 ] || fail "--output no-such-dir/out.csv: exit $RC, want 1 (docs/cli.md: a write error)"
     [ "$(wc -l <"$K/bad_out.err")" -eq 1 ] || fail "--output no-such-dir/out.csv: stderr is not one line"
     [ -e no-such-dir ] && fail "--output no-such-dir/out.csv: created the folder"
 }
@@ -1710,7 +1710,7 @@ case_sim_sigterm_frames() {
     fi
 }
 
-# ------------------------------------------- output targets (README, "Output files")
+# ------------------------------------------- output targets (docs/cli.md, "Output files")
 # What --output does with each kind of path, as a table: a row is a name, the
 # exit status it must give, a setup (makes ./target and what it needs) and a
 # check (is what is at the path as it must be). Device nodes are mknod copies

@@ -3,7 +3,7 @@
 #
 # Copies the source tree to SCRATCH, adds tests/extend/sweep_x.c as
 # kernels/sweep_x.c and one NS_KERNEL line to kernels/kernel_list.h - exactly
-# the README's "Adding a kernel" - builds it (Debug: quick to compile), and
+# docs/testing.md's "Adding a kernel" - builds it (Debug: quick to compile), and
 # checks that the new kernel is then in the CLI (listed, exact under --check),
 # in the differential, layout and allocation tests (discovered from the
 # tables, and passing), in nsearch-bench's sweep (validated, timed) and in the

@@ -312,7 +312,7 @@ class Usage(Case):
 
     def test_cannot_read(self):
         """A file that is missing or cannot be read (a folder) is exit 1, as the
-        docstring and README say, not a usage error: one line naming it, nothing
+        docstring and docs/comparing.md say, not a usage error: one line naming it, nothing
         written."""
         a = helpers.fixture("aa_a.json")
         for path in (os.path.join(self.tmp, "missing.json"), self.tmp):

@@ -5,7 +5,7 @@
     c.rounds      # [array of repetition times in ms, one per round], rounds in order
 
 read_json() is how the harness reads any JSON file of its own (UTF-8, one-line
-errors), write_all() how it writes a set of files all or nothing.
+errors); program.write_all() is how it writes files.
 
 Two layouts load the same way:
 
@@ -26,7 +26,19 @@ _stddev, _cv, _min, _max), is an aggregate. A repetition that failed
 configuration's verdict and it is kept in Config.errors.
 A file that cannot be read, is not UTF-8 JSON, or has a field the loader reads of
 the wrong type raises FormatError, one line naming the file, the entry and the
-field.
+field. So does a file that breaks what the tools take for granted:
+
+  * a repetition's field of another kind than Google Benchmark gives it: every
+    field is a finite number but its text and flags (TEXT_FIELDS, FLAG_FIELDS);
+  * a repetition's time that is not above 0 and finite in ms (after its time_unit);
+  * a configuration's name with an n or threads under 1 (or over MAX_COUNT);
+  * a repetition listed twice (the same configuration, round, part and
+    repetition_index; without repetition_index, an entry the same as an earlier
+    one), named with the entry it repeats;
+  * a process's round or part that is null (the summary reads them as they are),
+    a field of the machine's label that is not text (MACHINE_TEXT), or a library
+    table (kernel_table, workload_table, peer_table) that is a JSON list of
+    anything but objects with the names (and a peer's library and tuning) as text.
 """
 import json
 import math
@@ -54,6 +66,16 @@ TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # The suffixes Google Benchmark gives its aggregates' names (the statistics of
 # --benchmark_repetitions), what tells them apart in files without run_type.
 AGGREGATE_SUFFIXES = ("_mean", "_median", "_stddev", "_cv", "_min", "_max")
+# The fields of a repetition that are no numbers: Google Benchmark's text and
+# flags (its json_reporter) and the sweep's part. Every other field is a count,
+# a time or a counter, and the committed files hold none that is not finite.
+TEXT_FIELDS = {"name", "run_name", "run_type", "aggregate_name", "aggregate_unit", "time_unit",
+               "label", "error_message", "skip_message", "big_o", "part"}
+FLAG_FIELDS = {"error_occurred", "skipped"}
+# The context's fields of the machine's label (Run.machine_label), text where given.
+MACHINE_TEXT = ("cpu_model", "cpu_signature", "cores_online", "host_name", "isa")
+# The largest n or threads of a configuration's name (a C int64_t holds it).
+MAX_COUNT = 2 ** 63 - 1
 
 
 class Config:
@@ -345,33 +367,111 @@ def optional(where, entry, key, kind, what, default=None):
     return value
 
 
-def whole(where, entry, key):
+def present(where, entry, key, kind, what, default=None):
+    """optional(), but null is not absent: for a field that is read as the file has
+    it, not through the loader."""
+    if key in entry and entry[key] is None:
+        raise FormatError(f"{where}: {key} is null, not {what}")
+    return optional(where, entry, key, kind, what, default)
+
+
+def whole(where, entry, key, read=optional):
     """A round number: a whole number, at least 1 (1 when absent)."""
-    value = optional(where, entry, key, int, "a whole number", 1)
+    value = read(where, entry, key, int, "a whole number", 1)
     if value < 1:
         raise FormatError(f"{where}: {key} is {value}, not a whole number of at least 1")
     return value
 
 
+def number(where, entry, key, what="a finite number"):
+    """entry[key] as a float: a finite number (bool is none, nor an integer too
+    large for a float); FormatError (where: file and entry) otherwise."""
+    value = entry[key]
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise FormatError(f"{where}: {key} is {shown(value)}, not a number")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise FormatError(f"{where}: {key} is {shown(value)}, not {what}")
+    return x
+
+
 def real_time(where, entry):
-    """The entry's time in ms: real_time, a finite number >= 0, in time_unit."""
+    """The entry's time in ms: real_time in time_unit, a finite time above 0 in ms
+    too. No search takes no time (the committed files' shortest is 0.0006 ms),
+    and every ratio of the summary divides by a time."""
     if "real_time" not in entry:
         raise FormatError(f"{where}: real_time is missing")
-    value = entry["real_time"]
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise FormatError(f"{where}: real_time is {shown(value)}, not a number")
-    try:
-        ms = float(value)
-    except OverflowError:  # an integer too large for a float
-        ms = math.inf
-    if not math.isfinite(ms) or ms < 0:
-        raise FormatError(f"{where}: real_time is {shown(value)}, not a finite time of at "
-                          "least 0")
+    what = "a finite time above 0"
+    value = number(where, entry, "real_time", what)
     unit = optional(where, entry, "time_unit", str, "a string", "ms")
     if unit not in TO_MS:
         raise FormatError(f"{where}: time_unit is {shown(unit)}, not one of "
                           f"{', '.join(TO_MS)}")
-    return ms * TO_MS[unit]
+    ms = value * TO_MS[unit]
+    if not 0 < ms < math.inf:
+        raise FormatError(f"{where}: real_time is {shown(entry['real_time'])} {unit}, not "
+                          f"{what} in ms")
+    return ms
+
+
+def fields(where, entry):
+    """Every field of a repetition is a finite number but Google Benchmark's own
+    text and flags (and the sweep's part): the counters are read as numbers
+    wherever a figure needs them."""
+    for key in entry:
+        if key in TEXT_FIELDS:
+            optional(where, entry, key, str, "a string")
+        elif key in FLAG_FIELDS:
+            optional(where, entry, key, bool, "true or false")
+        else:
+            number(where, entry, key)
+
+
+def count(where, entry, m, key):
+    """n or threads of a configuration's name: a whole number from 1 to MAX_COUNT."""
+    digits = m[key]
+    value = int(digits) if len(digits.lstrip("0")) <= len(str(MAX_COUNT)) else MAX_COUNT + 1
+    if not 1 <= value <= MAX_COUNT:
+        field = "run_name" if entry.get("run_name") else "name"  # as load() matched it
+        text = digits if len(digits) <= 20 else digits[:17] + "..."
+        raise FormatError(f"{where}: {field}'s {key} is {text}, not a whole number from 1 to "
+                          f"{MAX_COUNT}")
+    return value
+
+
+def repetition(key, rnd, part, entry):
+    """What tells a repetition from every other in a file: its configuration,
+    round, part and repetition_index; an entry without repetition_index (older
+    Google Benchmark) only by being itself."""
+    if "repetition_index" in entry:
+        return (key, rnd, part, entry["repetition_index"])
+    return json.dumps(entry, sort_keys=True)
+
+
+def twice(entry, rnd, part):
+    """What makes an entry the repetition of an earlier one, for the error."""
+    if "repetition_index" not in entry:
+        return "the same entry"
+    where = f"round {rnd}" + (f", part {part}" if part is not None else "")
+    return f"repetition_index {shown(entry['repetition_index'])} of the same {where}"
+
+
+def tables(where, context):
+    """The library's tables (Run reads them): where one is a JSON list, each of its
+    entries is an object with a name, and a peer's with its library and tuning,
+    all text. A table that is no JSON list is none (context_table)."""
+    for key, needs in (("kernel_table", ("name",)), ("workload_table", ("name",)),
+                       ("peer_table", ("name", "library", "tuning"))):
+        for j, row in enumerate(context_table(context, key) or []):
+            if not isinstance(row, dict):
+                raise FormatError(f"{where}: {key}[{j}] is {shown(row)}, not an object")
+            for field in needs:
+                if field not in row:
+                    raise FormatError(f"{where}: {key}[{j}]: {field} is missing")
+                present(f"{where}: {key}[{j}]", row, field, str, "a string")
 
 
 def is_aggregate(where, entry, name):
@@ -398,17 +498,21 @@ def load(path):
     if contexts is not None and not isinstance(contexts, list):
         raise FormatError(f"{path}: contexts is {shown(contexts)}, not a list")
     context = context or {}
+    for key in MACHINE_TEXT:
+        optional(f"{path}: context", context, key, str, "a string")
+    tables(f"{path}: context", context)
     contexts = contexts or [context]  # one process: its context is the only one
     for k, ctx in enumerate(contexts):
-        # witness() reads each process's round and part
+        # witness() and the summary read each process's round and part as recorded
         where = f"{path}: contexts[{k}]"
         if not isinstance(ctx, dict):
             raise FormatError(f"{where} is {shown(ctx)}, not an object")
-        whole(where, ctx, "round")
-        optional(where, ctx, "part", str, "a string")
+        whole(where, ctx, "round", present)
+        present(where, ctx, "part", str, "a string")
     configs = {}
     times = defaultdict(lambda: defaultdict(list))  # key -> round -> [ms]
     parts = defaultdict(dict)                       # key -> round -> part
+    seen = {}                                       # repetition -> its entry's index
     for i, b in enumerate(data["benchmarks"]):
         where = f"{path}: benchmarks[{i}]"
         if not isinstance(b, dict):
@@ -418,13 +522,19 @@ def load(path):
         m = NAME.match(optional(where, b, "run_name", str, "a string") or name)
         if not m or is_aggregate(where, b, name):
             continue
-        key = (m["kernel"], m["workload"], int(m["n"]), int(m["threads"]))
+        key = (m["kernel"], m["workload"], count(where, b, m, "n"),
+               count(where, b, m, "threads"))
         c = configs.get(key) or Config(*key)
         configs[key] = c
-        rnd, part = whole(where, b, "round"), optional(where, b, "part", str, "a string")
+        rnd, part = whole(where, b, "round", present), optional(where, b, "part", str, "a string")
         if parts[key].setdefault(rnd, part) != part:
             raise FormatError(f"{path}: {c.name} measured by two processes in round {rnd} "
                               f"({parts[key][rnd]} and {part})")
+        fields(where, b)
+        first = seen.setdefault(repetition(key, rnd, part, b), i)
+        if first != i:
+            raise FormatError(f"{where}: {twice(b, rnd, part)} as benchmarks[{first}]: a "
+                              "repetition listed twice")
         if optional(where, b, "error_occurred", bool, "true or false"):
             c.verdict = optional(where, b, "error_message", str, "a string") or "error"
             c.errors.append((rnd, c.verdict))
@@ -444,26 +554,3 @@ def load(path):
         c.rounds = [np.asarray(per_round[r]) for r in c.round_ids]
         c.parts = dict(parts[key])
     return Run(path, context, contexts, configs)
-
-
-def write_all(files):
-    """Writes {path: text} all or nothing: each text to PATH.tmp beside its path
-    first, and only when every one is written are they moved over their paths
-    (os.replace, in the order given), so a failure or an interrupt while writing
-    leaves the previous files as they were. OSError on failure, the .tmp files it
-    made removed."""
-    made = []
-    try:
-        for path, text in files.items():
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            with open(path + ".tmp", "w") as f:
-                made.append(f.name)
-                f.write(text)
-        for path in files:
-            os.replace(path + ".tmp", path)
-    finally:
-        for tmp in made:
-            try:
-                os.remove(tmp)
-            except OSError:  # moved already; else the first error is the one told
-                pass

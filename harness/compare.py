@@ -384,9 +384,12 @@ def main(argv):
     dat, meta = plot_data(a, b, rows, args.band)
     out = lambda *name: os.path.join(args.out, *name)
     try:
-        benchdata.write_all({out("compare.txt"): text, out("compare.tsv"): tsv_text(rows),
-                   out("compare_kernels.tsv"): kernels_tsv_text(means, args.band),
-                   out("data", "compare.dat"): dat, out("data", "meta.gp"): meta})
+        program.write_all({out("compare.txt"): text, out("compare.tsv"): tsv_text(rows),
+                           out("compare_kernels.tsv"): kernels_tsv_text(means, args.band),
+                           out("data", "compare.dat"): dat, out("data", "meta.gp"): meta})
+    except program.DiskFull as e:  # its line names the file and the space
+        print(f"compare.py: {e.strerror}", file=sys.stderr)
+        return 1
     except OSError as e:
         why = "not a folder" if isinstance(e, FileExistsError) else e.strerror
         print(f"compare.py: cannot write {e.filename or args.out}: {why}", file=sys.stderr)

@@ -103,7 +103,7 @@ def main():
     run = provenance(args)
     try:
         sweep(args, table, kernels, tmp)
-        benchdata.write_all({run_path(args.out): json.dumps(run, indent=1)})
+        program.write_all({run_path(args.out): json.dumps(run, indent=1)})
         os.replace(tmp, args.out)
     finally:
         if os.path.exists(tmp):

@@ -4,11 +4,16 @@ without them (tests/plots/*.json).
 
     test_benchdata.py [Loader | Tables | Peers | OneShot | MemoryProbe
                        | WorkloadsAgainstHeadline | Flatten | Provenance | Aggregates
-                       | FewerRounds | Malformed]
+                       | FewerRounds | Malformed | Committed | Counters | Names
+                       | Repetitions | Contexts | Times | Reported | NoTraceback]
 """
+import concurrent.futures
+import glob
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -171,6 +176,29 @@ class Tables(unittest.TestCase):
         data = helpers.load_fixture("aa_a.json")
         data["context"]["kernel_table"] = "not json"
         run = benchdata.load(helpers.temp_fixture(self, data))
+        self.assertEqual(run.reference_kernel(), "naive")
+
+    def test_malformed_entries(self):
+        """A table that is a JSON list holds objects with a name (a peer's with its
+        library and tuning), text: the summary reads them so."""
+        for key, table, says in (
+                ("kernel_table", [1], "kernel_table[0] is 1, not an object"),
+                ("kernel_table", [{"name": "naive"}, {}], "kernel_table[1]: name is missing"),
+                ("kernel_table", [{"name": 1}], "kernel_table[0]: name is 1, not a string"),
+                ("workload_table", [{"name": None}],
+                 "workload_table[0]: name is null, not a string"),
+                ("workload_table", [None], "workload_table[0] is null, not an object"),
+                ("peer_table", [{"name": "libx", "tuning": ""}],
+                 "peer_table[0]: library is missing"),
+                ("peer_table", [{"name": "libx", "library": "libx 1.0", "tuning": []}],
+                 "peer_table[0]: tuning is [], not a string")):
+            with self.subTest(key=key, table=table):
+                path, message = refusal(
+                    self, lambda d: d["context"].update({key: json.dumps(table)}))
+                self.assertEqual(message, f"{path}: context: {says}")
+        # a kernel's other fields are read with defaults
+        run = self.load_with([{"name": "naive", "reference": "1", "parallel": [],
+                               "bound": None}], [{"name": "uniform", "headline": 0}])
         self.assertEqual(run.reference_kernel(), "naive")
 
 
@@ -704,6 +732,525 @@ class Malformed(unittest.TestCase):
                     self.assertTrue(p.stderr.startswith(f"results.py: {self.path}: "), p.stderr)
                     self.assertIn(says, p.stderr)
                     self.assertEqual(p.stdout, "")
+
+
+def refusal(test, change, source="aa_a.json"):
+    """A result file (a fixture's name or a path) changed by change(data) in place:
+    (its path, the one line of the FormatError benchdata.load raises on it)."""
+    with open(source if os.path.isabs(source) else helpers.fixture(source)) as f:
+        data = json.load(f)
+    change(data)
+    path = helpers.temp_fixture(test, data)
+    with test.assertRaises(benchdata.FormatError) as caught:
+        benchdata.load(path)
+    message = str(caught.exception)
+    test.assertNotIn("\n", message)
+    return path, message
+
+
+def entries(data, change, kind="iteration"):
+    """change(entry) on each of data's entries of a run_type."""
+    for b in data["benchmarks"]:
+        if b.get("run_type") == kind:
+            change(b)
+
+
+class Committed(unittest.TestCase):
+    """Every committed result file loads: the rules below refuse none of them (no
+    committed repetition has a counter that is not a finite number, a time of 0,
+    an n or threads of 0, or a repetition listed twice)."""
+
+    def test_every_file_loads(self):
+        found = glob.glob(os.path.join(helpers.ROOT, "results", "**", "bench.json"),
+                          recursive=True)
+        self.assertIn(os.path.join(helpers.ROOT, "results", "reference", "bench.json"), found)
+        for path in glob.glob(os.path.join(helpers.ROOT, "tests", "**", "*.json"),
+                              recursive=True):
+            with open(path) as f:
+                data = json.load(f)
+            if isinstance(data, dict) and "benchmarks" in data:
+                found.append(path)
+        self.assertIn(helpers.fixture("aa_a.json"), found)
+        for path in sorted(found):
+            with self.subTest(os.path.relpath(path, helpers.ROOT)):
+                self.assertTrue(benchdata.load(path).configs)
+
+
+class Counters(unittest.TestCase):
+    """Every field of a repetition is a finite number but Google Benchmark's text
+    (name, run_name, run_type, time_unit, label, error_message, skip_message,
+    aggregate_name, aggregate_unit, big_o), its flags (error_occurred, skipped)
+    and the sweep's part."""
+
+    def test_not_a_number(self):
+        for key, value, says in (("contacts", "many", '"many", not a number'),
+                                 ("index_bytes", "x", '"x", not a number'),
+                                 ("build_ms", [1], "[1], not a number"),
+                                 ("steal_ms", {}, "{}, not a number"),
+                                 ("contacts", None, "null, not a number"),
+                                 ("contacts", True, "true, not a number"),
+                                 ("repetition_index", "0", '"0", not a number'),
+                                 ("repetitions", False, "false, not a number")):
+            with self.subTest(key=key, value=value):
+                path, message = refusal(self, helpers.entry(key, value))
+                self.assertEqual(message, f"{path}: {helpers.FIRST}: {key} is {says}")
+
+    def test_not_finite(self):
+        for value, shown in ((float("nan"), "NaN"), (float("inf"), "Infinity"),
+                             (-float("inf"), "-Infinity"), (10 ** 400, "1" + "0" * 36 + "...")):
+            with self.subTest(value=shown):
+                path, message = refusal(self, helpers.entry("mem_probe_ms", value))
+                self.assertEqual(message, f"{path}: {helpers.FIRST}: mem_probe_ms is {shown}, "
+                                          "not a finite number")
+
+    def test_every_repetition(self):
+        """A failed repetition's fields too; not the aggregates' (not read)."""
+        def failed(data):
+            b = next(b for b in data["benchmarks"] if b.get("error_occurred"))
+            b["cpu_time"] = "x"
+        path, message = refusal(self, failed, "twox_b.json")
+        data = helpers.load_fixture("twox_b.json")
+        i, b = next((i, b) for i, b in enumerate(data["benchmarks"]) if b.get("error_occurred"))
+        self.assertEqual(message, f'{path}: benchmarks[{i}] "{b["name"]}": cpu_time is "x", '
+                                  "not a number")
+        data = helpers.load_fixture("aa_a.json")
+        entries(data, lambda b: b.update(contacts="many", steal_ms=float("nan")), "aggregate")
+        self.assertEqual(len(benchdata.load(helpers.temp_fixture(self, data)).configs), 17)
+
+    def test_text_and_flags(self):
+        """Google Benchmark's own text and flags are no numbers; of the wrong type
+        they are refused."""
+        data = helpers.load_fixture("aa_a.json")
+        entries(data, lambda b: b.update(skipped=False, skip_message="", aggregate_unit="time",
+                                         big_o="N", cpu_time=0.5, iterations=10))
+        self.assertEqual(len(benchdata.load(helpers.temp_fixture(self, data)).configs), 17)
+        for key, value, says in (("skipped", "no", '"no", not true or false'),
+                                 ("skip_message", 1, "1, not a string"),
+                                 ("aggregate_unit", [], "[], not a string")):
+            with self.subTest(key=key):
+                path, message = refusal(self, helpers.entry(key, value))
+                self.assertEqual(message, f"{path}: {helpers.FIRST}: {key} is {says}")
+
+
+def renamed(new):
+    """A change renaming benchmarks[0] of aa_a.json from n:1000/threads:1 to new."""
+    def change(data):
+        for key in ("name", "run_name"):
+            data["benchmarks"][0][key] = data["benchmarks"][0][key].replace(
+                "n:1000/threads:1", new)
+    return change
+
+
+class Names(unittest.TestCase):
+    """The n and threads of a configuration's name are whole numbers from 1 to
+    2^63 - 1 (none of 0, nor so large that a figure cannot divide by it)."""
+
+    def test_refused(self):
+        top = 2 ** 63 - 1
+        for new, field, says in (("n:0/threads:1", "n", "0"),
+                                 ("n:1000/threads:0", "threads", "0"),
+                                 ("n:000/threads:1", "n", "000"),
+                                 (f"n:{top + 1}/threads:1", "n", str(top + 1)),
+                                 (f"n:1000/threads:{'9' * 30}", "threads", "9" * 17 + "..."),
+                                 (f"n:{'9' * 5000}/threads:1", "n", "9" * 17 + "...")):
+            with self.subTest(new[:30]):
+                path, message = refusal(self, renamed(new))
+                name = f"naive/uniform/{new}/manual_time"
+                self.assertEqual(message, f'{path}: benchmarks[0] "{name}": run_name\'s {field} '
+                                          f"is {says}, not a whole number from 1 to {top}")
+
+    def test_name_without_run_name(self):
+        def change(data):
+            renamed("n:1000/threads:0")(data)
+            del data["benchmarks"][0]["run_name"]
+        path, message = refusal(self, change)
+        self.assertEqual(message, f'{path}: benchmarks[0] "naive/uniform/n:1000/threads:0/'
+                                  f"manual_time\": name's threads is 0, not a whole number "
+                                  f"from 1 to {2 ** 63 - 1}")
+
+    def test_largest(self):
+        top = 2 ** 63 - 1
+        data = helpers.load_fixture("aa_a.json")
+        renamed(f"n:{top}/threads:0{top}")(data)
+        run = benchdata.load(helpers.temp_fixture(self, data))
+        self.assertIn(("naive", "uniform", top, top), run.configs)
+
+
+class Repetitions(unittest.TestCase):
+    """A repetition listed twice (the same configuration, round, part and
+    repetition_index; without repetition_index, an entry the same as an earlier
+    one) is refused, naming both entries: kept, it would count twice and narrow
+    the intervals below what was measured."""
+
+    NAME = helpers.FIRST[len("benchmarks[0] "):]  # aa_a.json's first entry's, quoted
+
+    def test_file_twice(self):
+        """The reported file: its benchmarks listed twice."""
+        n = len(helpers.load_fixture("aa_a.json")["benchmarks"])
+        path, message = refusal(self, lambda d: d.update(benchmarks=d["benchmarks"] * 2))
+        self.assertEqual(message, f"{path}: benchmarks[{n}] {self.NAME}: repetition_index 0 of "
+                                  "the same round 1, part r1-g001-t1 as benchmarks[0]: a "
+                                  "repetition listed twice")
+
+    def test_one_repetition_twice(self):
+        """Whatever its time: the same repetition, timed twice, is one too many."""
+        def change(data):
+            data["benchmarks"].insert(5, dict(data["benchmarks"][1], real_time=1.0))
+        path, message = refusal(self, change)
+        self.assertEqual(message, f"{path}: benchmarks[5] {self.NAME}: repetition_index 1 of "
+                                  "the same round 1, part r1-g001-t1 as benchmarks[1]: a "
+                                  "repetition listed twice")
+
+    def test_one_process_file(self):
+        """A file without rounds or parts (tests/plots/a.json): every entry is round 1's."""
+        source = os.path.join(helpers.ROOT, "tests", "plots", "a.json")
+        with open(source) as f:
+            benchmarks = json.load(f)["benchmarks"]
+        path, message = refusal(self, lambda d: d["benchmarks"].append(benchmarks[0]), source)
+        self.assertEqual(message, f'{path}: benchmarks[{len(benchmarks)}] '
+                                  f'"{benchmarks[0]["name"]}": repetition_index 0 of the same '
+                                  "round 1 as benchmarks[0]: a repetition listed twice")
+
+    def test_without_repetition_index(self):
+        """Older Google Benchmark: only an entry the same as an earlier one."""
+        data = helpers.load_fixture("aa_a.json")
+        entries(data, lambda b: b.pop("repetition_index"))
+        want = benchdata.load(helpers.temp_fixture(self, data)).configs[
+            ("naive", "uniform", 1000, 1)].repetitions
+        self.assertEqual(want, stats.DEFAULT_ROUNDS * stats.DEFAULT_REPETITIONS)
+        data["benchmarks"].append(dict(data["benchmarks"][2]))
+        path = helpers.temp_fixture(self, data)
+        with self.assertRaises(benchdata.FormatError) as caught:
+            benchdata.load(path)
+        self.assertEqual(str(caught.exception),
+                         f"{path}: benchmarks[{len(data['benchmarks']) - 1}] {self.NAME}: "
+                         "the same entry as benchmarks[2]: a repetition listed twice")
+
+    def test_failed_repetition_twice(self):
+        data = helpers.load_fixture("twox_b.json")
+        i, b = next((i, b) for i, b in enumerate(data["benchmarks"]) if b.get("error_occurred"))
+        path, message = refusal(self, lambda d: d["benchmarks"].append(b), "twox_b.json")
+        self.assertEqual(message, f'{path}: benchmarks[{len(data["benchmarks"])}] "{b["name"]}": '
+                                  f"repetition_index 0 of the same round {b['round']}, part "
+                                  f"{b['part']} as benchmarks[{i}]: a repetition listed twice")
+
+    def test_other_rounds_and_parts(self):
+        """The same repetition_index in another round, or another configuration of the
+        same part, is another repetition."""
+        run = benchdata.load(helpers.fixture("aa_a.json"))
+        c = run.configs[("grid_sorted", "uniform", 10000, 2)]
+        self.assertEqual([len(r) for r in c.rounds], [stats.DEFAULT_REPETITIONS] * 3)
+
+
+class Contexts(unittest.TestCase):
+    """What the tools read from the contexts as recorded: each process's round and
+    part (null is refused there, not taken for absent), the machine's label's
+    fields (text)."""
+
+    def test_round_and_part_not_null(self):
+        for key, what in (("round", "a whole number"), ("part", "a string")):
+            with self.subTest(key):
+                path, message = refusal(self, lambda d: d["contexts"][2].update({key: None}))
+                self.assertEqual(message, f"{path}: contexts[2]: {key} is null, not {what}")
+
+    def test_machine_label_text(self):
+        for key in benchdata.MACHINE_TEXT:
+            with self.subTest(key):
+                path, message = refusal(self, lambda d: d["context"].update({key: ["x"]}))
+                self.assertEqual(message, f'{path}: context: {key} is ["x"], not a string')
+
+
+class Times(unittest.TestCase):
+    """A repetition's time, in ms after its time_unit, is finite and above 0: no
+    search takes no time, and the summary divides by the times."""
+
+    def test_refused(self):
+        for value, unit in ((0, "ms"), (0.0, "ns"), (-0.0, "ms"), (1e-320, "ns"), (1e308, "s")):
+            with self.subTest(value=value, unit=unit):
+                path, message = refusal(self, lambda d: entries(
+                    d, lambda b: b.update(real_time=value, time_unit=unit)))
+                self.assertEqual(message, f"{path}: {helpers.FIRST}: real_time is "
+                                          f"{json.dumps(value)} {unit}, not a finite time "
+                                          "above 0 in ms")
+
+    def test_results_script(self):
+        """Every time 0: refused before the summary divides by one."""
+        data = helpers.load_fixture("aa_a.json")
+        entries(data, lambda b: b.update(real_time=0))
+        path = helpers.temp_fixture(self, data)
+        p = helpers.run_script(helpers.RESULTS, "summary", path)
+        self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+        self.assertEqual(p.stderr, f"results.py: {path}: {helpers.FIRST}: real_time is 0 ms, "
+                                   "not a finite time above 0 in ms\n")
+
+
+class Reported(unittest.TestCase):
+    """The fault-injection report's files (a counter that is text or a list, n:0,
+    threads:0, the repetitions listed twice) through what ./run_all.sh --plots
+    runs (results.py plotdata, summary, flatten): one line naming the file, the
+    entry and the field, exit 2."""
+
+    def cases(self):
+        """(what, change, the error's line after the file)."""
+        top = 2 ** 63 - 1
+        twice = f"benchmarks[{len(helpers.load_fixture('aa_a.json')['benchmarks'])}]"
+        return [
+            ("contacts a string", helpers.entry("contacts", "many"),
+             f'{helpers.FIRST}: contacts is "many", not a number'),
+            ("index_bytes a string", helpers.entry("index_bytes", "x"),
+             f'{helpers.FIRST}: index_bytes is "x", not a number'),
+            ("build_ms a list", helpers.entry("build_ms", [1]),
+             f"{helpers.FIRST}: build_ms is [1], not a number"),
+            ("n:0", renamed("n:0/threads:1"),
+             'benchmarks[0] "naive/uniform/n:0/threads:1/manual_time": run_name\'s n is 0, '
+             f"not a whole number from 1 to {top}"),
+            ("threads:0", renamed("n:1000/threads:0"),
+             'benchmarks[0] "naive/uniform/n:1000/threads:0/manual_time": run_name\'s '
+             f"threads is 0, not a whole number from 1 to {top}"),
+            ("listed twice", lambda d: d.update(benchmarks=d["benchmarks"] * 2),
+             f"{twice} {Repetitions.NAME}: repetition_index 0 of the same round 1, part "
+             "r1-g001-t1 as benchmarks[0]: a repetition listed twice"),
+        ]
+
+    def test_results_script(self):
+        out = tempfile.mkdtemp(prefix="stats-reported-")
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        runs = []
+        for k, (what, change, says) in enumerate(self.cases()):
+            data = helpers.load_fixture("aa_a.json")
+            change(data)
+            path = helpers.temp_fixture(self, data)
+            # each through plotdata, by turns through summary or flatten too
+            for args in (["plotdata", path, "--out", out], [("summary", "flatten")[k % 2], path]):
+                runs.append((what, args, f"results.py: {path}: {says}\n"))
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:  # two at a time: quicker
+            done = pool.map(lambda run: helpers.run_script(helpers.RESULTS, *run[1]), runs)
+            for (what, args, says), p in zip(runs, done):
+                with self.subTest(what, command=args[0]):
+                    self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+                    self.assertEqual(p.stderr, says)
+
+
+# Runs harness scripts one after another in one process, as their command lines
+# would (as __main__, sys.argv set), so that numpy and scipy load once and each
+# script compiles once: argv[1] harness/, argv[2] a JSON file of a list of
+# [script, args]; stdout a JSON list of [exit status, output], the output
+# holding the traceback of any exception that escaped the script, or that the
+# script caught as a defect (NS_DEBUG: program.run's "internal error" prints
+# its traceback too).
+SCRIPTS = r"""
+import contextlib, io, json, os, sys, traceback
+sys.path.insert(0, sys.argv[1])
+os.environ["NS_DEBUG"] = "1"
+with open(sys.argv[2]) as f:
+    commands = json.load(f)
+compiled, done = {}, []
+for script, args in commands:
+    if script not in compiled:
+        with open(script) as f:
+            compiled[script] = compile(f.read(), script, "exec")
+    out = io.StringIO()
+    sys.argv = [script] + args
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            exec(compiled[script], {"__name__": "__main__", "__file__": script})
+            status = 0
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+    done.append([status, out.getvalue()])
+json.dump(done, sys.stdout)
+"""
+
+
+def run_scripts(test, commands, processes=2):
+    """[(exit status, output)] of each [script, args] of commands, run by SCRIPTS in
+    `processes` processes side by side."""
+    procs = []
+    for k in range(processes):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(commands[k::processes], f)
+        test.addCleanup(os.remove, f.name)
+        procs.append(subprocess.Popen([sys.executable, "-c", SCRIPTS, helpers.HARNESS, f.name],
+                                      stdout=subprocess.PIPE, text=True))
+    out = [None] * len(commands)
+    for k, p in enumerate(procs):
+        out[k::processes] = json.loads(p.communicate(timeout=300)[0])
+    return out
+
+
+def fuzz_base():
+    """A small run as nsearch-bench writes one today, from aa_a.json: Google
+    Benchmark's fields and the per-repetition counters on every repetition (the
+    memory probe on grid_sorted's), the library's tables with a peer (libx,
+    grid_sorted's dambreak renamed), each process's load and threads, and a
+    configuration that failed in one round (naive's dambreak); naive and
+    grid_sorted at n = 1,000 and 10,000 on uniform."""
+    data = with_counters(helpers.load_fixture("aa_a.json"))
+    keep = ("naive/uniform/n:1000/", "naive/uniform/n:10000/", "grid_sorted/uniform/n:1000/",
+            "grid_sorted/uniform/n:10000/", "naive/dambreak/", "grid_sorted/dambreak/")
+    data["benchmarks"] = [b for b in data["benchmarks"] if b["name"].startswith(keep)]
+    parts = {b["part"] for b in data["benchmarks"]}
+    data["contexts"] = [ctx for ctx in data["contexts"] if ctx["part"] in parts]
+    kernels = [{"name": "naive", "reference": 1},
+               {"name": "hash_parallel", "parallel": True, "uses_table_size": True},
+               {"name": "grid_sorted", "parallel": True, "bound": True}]
+    data["context"].update(
+        kernel_table=json.dumps(kernels), peers_missing="liby (liby-dev)",
+        workload_table=json.dumps([{"name": "uniform", "headline": True}, {"name": "dambreak"}]),
+        peer_table=json.dumps([{"name": "libx", "library": "libx 1.0", "tuning": "defaults"}]),
+        cpu_signature="family 25 model 1 stepping 1", isa="cpu: avx2 yes")
+    for ctx in [data["context"]] + data["contexts"]:
+        ctx.update(load_average="1.00 1.00 1.00", OMP_NUM_THREADS="1", isa_path="avx2")
+    for b in data["benchmarks"]:
+        b.update(family_index=0, iterations=10, threads=1, cpu_time=b["real_time"])
+        for key in ("name", "run_name"):
+            b[key] = b[key].replace("grid_sorted/dambreak/", "libx/dambreak/")
+        if b["run_type"] == "iteration":
+            b.update(steal_ms=0.0, invol_csw=3.0, vol_csw=1.0, table_size=64.0)
+            if b["name"].startswith("grid_sorted/"):
+                b.update(mem_probe_ms=1.0)
+        if b["name"].startswith("naive/dambreak/") and b["round"] == 3:
+            b.update(error_occurred=True, error_message="refused: out of memory")
+    return data
+
+
+class NoTraceback(unittest.TestCase):
+    """Result files that parse but hold other JSON where a field was (a string, a
+    list, an object, null, a bool, a negative number, 0, a huge number), in each
+    field of each kind of entry (the context, the processes' contexts, the timed
+    repetitions, a failed one, an aggregate): results.py (summary as text or as
+    Markdown by turns, flatten, plotdata), compare.py (the file as A or as B) and
+    sim_results.py (sim_run.json) end with a status of 0, 1 or 2 and no
+    traceback; where the loader refuses the file, its error is one line naming the
+    file. A deterministic sample: every value in every field of every timed
+    repetition (what the figures are made of), one or two values in turn in each
+    other field, and what lies inside fields (the tables' JSON, a name's n and
+    threads, a repetition listed twice)."""
+
+    VALUES = ["x", [1], {"a": 1}, None, True, -1, 0, 1e308, 10 ** 400]
+
+    def plan(self, data):
+        """(kind, pick, values per field): pick(data) gives the entries to change."""
+        timed = lambda b: b["run_type"] == "iteration" and not b.get("error_occurred")
+
+        def first(kind, test):
+            i = next(i for i, b in enumerate(data["benchmarks"]) if test(b))
+            return f"benchmarks[{i}] ({kind})", lambda d: [d["benchmarks"][i]]
+        return [("context", lambda d: [d["context"]], 2),
+                ("contexts[1]", lambda d: [d["contexts"][1]], 1),
+                ("every context", lambda d: d["contexts"], 1),
+                (*first("a repetition", timed), 2),
+                ("every timed repetition",
+                 lambda d: [b for b in d["benchmarks"] if timed(b)], len(self.VALUES)),
+                (*first("failed", lambda b: b.get("error_occurred")), 2),
+                (*first("aggregate", lambda b: b["run_type"] == "aggregate"), 1)]
+
+    def inside(self):
+        """(what, change) of what lies inside fields."""
+        def context(key, value):
+            return lambda d: d["context"].update({key: value})
+        return [("kernel_table [1]", context("kernel_table", "[1]")),
+                ("kernel_table [{}]", context("kernel_table", "[{}]")),
+                ("workload_table [null]", context("workload_table", "[null]")),
+                ("peer_table without library", context("peer_table", '[{"name": "libx"}]')),
+                ("n:0", renamed("n:0/threads:1")), ("threads:0", renamed("n:1000/threads:0")),
+                ("n:10^30", renamed(f"n:{10 ** 30}/threads:1")),
+                ("benchmarks twice", lambda d: d.update(benchmarks=d["benchmarks"] * 2)),
+                ("contexts[1] round null", lambda d: d["contexts"][1].update(round=None)),
+                ("cpu_signature a list", context("cpu_signature", ["x"]))]
+
+    def mutations(self, data):
+        """(what, mutated data): for each kind and each field of its entries (in
+        order), the plan's count of VALUES, taking up where the previous field
+        stopped; then inside()."""
+        turn = 0
+        for kind, pick, count in self.plan(data):
+            for key in sorted(pick(data)[0]):
+                for _ in range(count):
+                    value = self.VALUES[turn % len(self.VALUES)]
+                    turn += 1
+                    mutated = json.loads(json.dumps(data))
+                    for entry in pick(mutated):
+                        entry[key] = value
+                    yield f"{kind}: {key} = {benchdata.shown(value)}", mutated
+        for key, value in (("context", "x"), ("contexts", {}), ("benchmarks", [1])):
+            yield f"{key} = {benchdata.shown(value)}", dict(data, **{key: value})
+        for what, change in self.inside():
+            mutated = json.loads(json.dumps(data))
+            change(mutated)
+            yield what, mutated
+
+    def test_results_and_compare(self):
+        tmp = tempfile.mkdtemp(prefix="stats-notraceback-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        base = os.path.join(tmp, "base.json")
+        data = fuzz_base()
+        with open(base, "w") as f:
+            json.dump(data, f)
+        jobs, commands = [], []
+        for k, (what, mutated) in enumerate(self.mutations(data)):
+            path, out = os.path.join(tmp, f"m{k}.json"), os.path.join(tmp, f"out{k}")
+            with open(path, "w") as f:
+                json.dump(mutated, f)
+            # by turns: the summary as text or Markdown, the file as A or as B
+            side = k // 2 % 2
+            run = [("results.py summary" + " --markdown" * (k % 2),
+                    [helpers.RESULTS, ["summary", path] + ["--markdown"] * (k % 2)]),
+                   (f"compare.py, as {'AB'[side]}",
+                    [helpers.COMPARE, ([path, base], [base, path])[side]
+                     + ["--out", out, "--replicates", "100", "--allow-different-builds"]]),
+                   ("results.py flatten", [helpers.RESULTS, ["flatten", path]]),
+                   ("results.py plotdata", [helpers.RESULTS, ["plotdata", path, "--out", out]])]
+            try:
+                benchdata.load(path)
+            except benchdata.FormatError as e:
+                # refused: every command stops there, so one of them, by turns
+                with self.subTest(what):
+                    self.assertTrue(str(e).startswith(f"{path}: "), str(e))
+                    self.assertNotIn("\n", str(e))
+                run = [run[k % len(run)]]
+            jobs += [f"{what}: {name}" for name, _ in run]
+            commands += [command for _, command in run]
+        self.check(jobs, run_scripts(self, commands))
+
+    def test_sim_results(self):
+        tmp = tempfile.mkdtemp(prefix="stats-notraceback-sim-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        record = {"date": "2026-01-02T03:04:05Z", "commit": "abc123", "tool": "nsearch 9.9",
+                  "cpu": "Synthetic CPU", "threads": 2, "host": "alpha",
+                  "load_average": [1.0, 1.0, 1.0]}
+        script = os.path.join(helpers.HARNESS, "sim_results.py")
+        jobs, commands = [], []
+        # three values in turn in each field, then every value in place of the record
+        changes = []
+        for j, key in enumerate(sorted(record)):
+            for k in range(3 * j, 3 * j + 3):
+                value = self.VALUES[k % len(self.VALUES)]
+                changes.append((f"{key} = {benchdata.shown(value)}",
+                                dict(record, **{key: value})))
+        changes += [(benchdata.shown(value), value) for value in self.VALUES]
+        for k, (what, run) in enumerate(changes):
+            folder = os.path.join(tmp, str(k))
+            os.makedirs(folder)
+            shutil.copy(os.path.join(helpers.ROOT, "tests", "plots", "sim", "sim.tsv"), folder)
+            with open(os.path.join(folder, "sim_run.json"), "w") as f:
+                json.dump(run, f)
+            tsv = os.path.join(folder, "sim.tsv")
+            for args in (["summary", tsv], ["data", tsv, "--out", os.path.join(folder, "d")]):
+                jobs.append(f"sim_run.json {what}: sim_results.py {args[0]}")
+                commands.append([script, args])
+        self.check(jobs, run_scripts(self, commands))
+
+    def check(self, jobs, done):
+        self.assertEqual(len(done), len(jobs))
+        for job, (status, output) in zip(jobs, done):
+            with self.subTest(job):
+                self.assertNotIn("Traceback", output)
+                self.assertNotIn("internal error", output)
+                self.assertIn(status, (0, 1, 2), output)
 
 
 if __name__ == "__main__":

@@ -84,9 +84,24 @@ def _end_with_parent(signum):
         return False
 
 
+class signals_held:
+    """with signals_held(): ... runs its block with the stop signals held back,
+    delivered (as Stopped) when it ends: around the start of a child process,
+    so a stop never falls between the fork and the moment the caller knows the
+    child, whom it must then end."""
+
+    def __enter__(self):
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def child_setup(parent=None):
-    """preexec_fn of a child process: it gets SIGTERM when this process dies
-    (checked once after asking, for a parent that died in between)."""
+    """preexec_fn of a child process: the stop signals as they were before
+    signals_held(), and SIGTERM when this process dies (checked once after
+    asking, for a parent that died in between)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     parent = os.getppid() if parent is None else parent
     if _end_with_parent(signal.SIGTERM) and os.getppid() != parent:
         os._exit(128 + signal.SIGTERM)

@@ -5,6 +5,7 @@
              [--quick] [--resume] [--kernels A,B] [--workloads A,B] [--threads 1,T]
              [--max-n N] [--cache-dir DIR] [--shuffle-seed S] [--wait-policy P]
     sweep.py --machine-label
+    sweep.py --finish RUN_DIR
 
 The configurations of nsearch-bench (kernel/workload/n:N/threads:T) are
 grouped by (workload, n) and, inside a group, by thread count: one process
@@ -19,17 +20,27 @@ sets OMP_WAIT_POLICY (auto: passive for 1 thread, where no worker waits,
 active for more, so a search does not pay for waking its workers).
 
 The run folder DIR/<UTC timestamp>/ holds run.json (what makes the run: the
-commit, the options, the CPU model), parts/ (one JSON and log per process,
-named r<round>-g<group>-t<threads>), reference/ while the run lasts (the
-naive reference of each (workload, n), found by the first process that needs
-it and read by the others), and at the end bench.json: every
-process's repetitions, each tagged with its round and part, and every
-process's context. --resume continues the latest unfinished run in DIR, and
-refuses when it was made at another commit, with other options or on
-another CPU model.
+commit, the options, the CPU model; finished, set by --finish once every stage
+after the merge is done), parts/ (one JSON and log per process, named
+r<round>-g<group>-t<threads>), reference/ while the run lasts (the naive
+reference of each (workload, n), found by the first process that needs it and
+read by the others), and at the end bench.json: every process's repetitions,
+each tagged with its round and part, and every process's context.
+
+A part is kept only when its process exited 0 or 1 and its file parses and
+holds every configuration it was given (check_part); anything else is
+discarded and measured again once, after the others; a process that fails
+twice stops the run before the merge. Every file is written whole or not at
+all (program.write_all). --resume continues the latest run in DIR that is not
+finished, at its first stage not done, and refuses when it was made at
+another commit, with other options or on another CPU model, when its run.json
+is damaged, or while another sweep measures it (DIR/.sweep.lock). What a run
+survives: docs/running.md.
 
 Exit status: 0 done, every configuration valid or refused; 1 a configuration
-INVALID or a process failing; 2 a usage error or a run that cannot resume.
+INVALID or failing, or the run cannot go on (processes that failed twice, a
+full disk: one line says how to continue); 2 a usage error or a run that
+cannot resume; 128 + N stopped by signal N.
 """
 import program  # noqa: I001  (first: a stop signal while the others load ends quietly)
 import argparse
@@ -464,13 +475,16 @@ def run_unit(a, dir_, unit):
     if "OMP_WAIT_POLICY" not in env:  # default: else nsearch-bench would set its own, active
         args += ["--wait-policy", "default"]
     try:
+        proc = None
         with open(part + ".log", "w") as logf:
-            proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                                    preexec_fn=program.child_setup)
             try:
+                with program.signals_held():  # a stop arrives once proc is known
+                    proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT,
+                                            env=env, preexec_fn=program.child_setup)
                 rc = proc.wait()
             finally:  # stopped: the child goes too
-                stop_child(proc)
+                if proc is not None:
+                    stop_child(proc)
         relay_warnings(part + ".log")
         loaded, why = check_part(tmp, rc, names)
         if not why:

@@ -13,6 +13,7 @@ import unittest
 
 import helpers  # puts harness/ on the path
 import benchdata  # noqa: E402
+import program  # noqa: E402
 import sim_results  # noqa: E402
 import sim_sweep  # noqa: E402
 
@@ -56,7 +57,7 @@ class Provenance(unittest.TestCase):
         run["date"], run["commit"] = "2026-01-02T03:04:05Z", "abc123"
         path = sim_results.run_path(self.tsv)
         self.assertEqual(path, os.path.join(self.tmp, "sim_run.json"))
-        benchdata.write_all({path: json.dumps(run, indent=1)})
+        program.write_all({path: json.dumps(run, indent=1)})
         out = self.summary()
         self.assertIn("2026-01-02", out)
         self.assertIn("commit abc123", out)

@@ -127,11 +127,13 @@ cpus() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1;
 # SIGTERM, SIGHUP) ends the child with SIGTERM (a Python interpreter that is
 # still starting ends quietly on it, where SIGINT would print a traceback),
 # waits for it, says in one line what stopped and, with HINT, how to go on,
-# and exits 128 + the signal's number. The harness's scripts leave the word
-# to it (NS_STOP_QUIET).
+# and exits 128 + the signal's number. The harness's scripts it starts leave
+# the word to it (NS_STOP_QUIET).
 CHILD="" HINT=""
 child() {
-    NS_STOP_QUIET=1 setpriv --pdeathsig TERM timeout 0 "$@" &
+    local quiet="" # the harness's scripts only, not what they or ctest start
+    [ "$1" != "$PY" ] || quiet=1
+    NS_STOP_QUIET=$quiet setpriv --pdeathsig TERM timeout 0 "$@" &
     CHILD=$!
     local status=0
     wait "$CHILD" || status=$?

@@ -14,8 +14,8 @@ program.run() gives every script the same behaviour at its edges:
   * SIGINT, SIGTERM and SIGHUP stop the script through the Stopped exception
     (raised where the script is, so `finally` blocks and the handlers of its
     children run); it exits 128 + the signal's number, after one line saying
-    it stopped (unless NS_STOP_QUIET is set: run_all.sh, its parent, says
-    it). A script that can say more (what is kept, how to continue) catches
+    it stopped (unless NS_STOP_QUIET was set: run_all.sh, its parent, says
+    it; the variable is not passed on to the script's own children). A script that can say more (what is kept, how to continue) catches
     Stopped itself.
   * It ends with its parent: on Linux the kernel sends it SIGTERM when the
     process that started it dies, even by SIGKILL, and the children it starts
@@ -41,6 +41,9 @@ def _exit_quietly(signum, _frame):
 _HANDLED = [s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 for _s in _HANDLED:
     signal.signal(_s, _exit_quietly)
+# run_all.sh says itself that this script stopped: for this process only, not
+# for the processes it starts
+STOP_QUIET = bool(os.environ.pop("NS_STOP_QUIET", ""))
 
 import ctypes  # noqa: E402
 import errno  # noqa: E402
@@ -191,7 +194,7 @@ def run(prog, main, *args):
         return main(*args)
     except (Stopped, KeyboardInterrupt) as e:  # KeyboardInterrupt: raised by hand
         stop = e if isinstance(e, Stopped) else Stopped(signal.SIGINT)
-        if not os.environ.get("NS_STOP_QUIET"):  # run_all.sh says it itself
+        if not STOP_QUIET:  # run_all.sh says it itself
             print(f"{prog}: stopped by {stop.name}", file=sys.stderr)
         return stop.status
     except BrokenPipeError:  # the reader of our output went away (| head): nothing to tell

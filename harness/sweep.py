@@ -704,7 +704,7 @@ def sweep(a):
     try:
         status = measure_and_merge(a, configs, dir_)
     except program.Stopped as e:
-        if not os.environ.get("NS_STOP_QUIET"):  # run_all.sh, its parent, says it
+        if not program.STOP_QUIET:  # run_all.sh, its parent, says it
             kept = len([f for f in os.listdir(os.path.join(dir_, "parts"))
                         if f.endswith(".json")])
             log(f"stopped by {e.name}: the {kept} processes measured are kept in {dir_}; "

@@ -1,6 +1,7 @@
 # lib.sh - sourced by sweep_test.sh and run_all_test.sh: the checks their
 # cases share. A failed check counts in FAILS and the case goes on.
 FAILS=0
+unset NS_STOP_QUIET # the scripts here must say when they stop, whoever runs the tests
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # no_traceback LOG: fails when a Python traceback reached the output

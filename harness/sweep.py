@@ -599,11 +599,13 @@ class Space:
     def per_config(self):
         return self.bytes / self.configs if self.configs else self.DEFAULT_PER_CONFIG
 
-    def check(self, path, configs_now, configs_left):
-        """DiskFull (naming path) when the disk lacks room for the next part,
-        twice its estimate; the rest of the run's needs in the message."""
+    def check(self, path, configs_now, configs_left, times=2):
+        """DiskFull (naming path) when the disk lacks room for a part of
+        configs_now configurations, times its estimate (before the part: twice;
+        after a part failed, once says the disk is why); the rest of the run's
+        needs in the message."""
         free = program.free_bytes(self.dir)
-        if free is not None and free < 2 * self.per_config() * configs_now:
+        if free is not None and free < times * self.per_config() * configs_now:
             raise self.full(path, configs_left)
 
     def full(self, path, configs_left):
@@ -643,9 +645,7 @@ def measure(a, dir_, plan, total):
             rc, part, why = run_unit(a, dir_, unit)
             elapsed = time.monotonic() - start
             if why:
-                free = program.free_bytes(dir_)
-                if free is not None and free < space.per_config() * len(names):
-                    raise space.full(path, left)
+                space.check(path, len(names), left, times=1)
                 failed.append((unit, why))
                 again = "measured again at the end" if attempt == 1 else "not measured"
                 print(f"[{done}/{total}] {w} n={n} threads={t} (round {r}): {why}; {again}",

@@ -11,8 +11,9 @@ usage() {
     cat <<'USAGE'
 Usage:
   ./run_all.sh [SWEEP OPTIONS]                 build, run the sweep, write results, figures, summary
-  ./run_all.sh --quick [SWEEP OPTIONS]         a reduced sweep (n <= 20,000; 2 rounds of 3 short
-                                               repetitions)
+  ./run_all.sh --quick [SWEEP OPTIONS]         a first look in about two minutes: n <= 10,000,
+                                               2 rounds of 3 short repetitions, the peers on
+                                               uniform at n = 1,000 and 10,000 only
   ./run_all.sh --resume [SWEEP OPTIONS]        continue the latest interrupted run (refused when
                                                it was made at another commit, with other options
                                                or on another CPU model)
@@ -42,7 +43,7 @@ Sweep options:
                       cgal_box_intersection, scipy_ckdtree, where their packages are found)
   --workloads A,B     only these workloads (default: all)
   --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
-  --max-n N           the largest n (default 100,000; more extends the sweep of the
+  --max-n N           the largest n (default 100,000; 10,000 with --quick; more extends the sweep of the
                       non-quadratic kernels to 200k, 500k, 1M, ... N; on a wide_radii
                       workload, powder, the kernels without radius_levels stop at
                       100,000)
@@ -496,9 +497,12 @@ sweep_mode() {
     child "$PY" harness/sweep.py --finish "$dir" || exit
     HINT=""
     echo
-    child "$PY" harness/results.py summary "$dir/bench.json" || true
-    log "results: $dir (bench.json, bench.tsv, summary.md, figures/)"
-    [ $status -eq 0 ] || log "FAILED: some configuration's contacts differ from the reference, or one failed with an error (see summary)"
+    child "$PY" harness/results.py summary "$dir/bench.json" --headline || true
+    echo
+    log "results: $dir (bench.json, bench.tsv)"
+    log "summary (every workload, the peers, the machine's state): $dir/summary.md"
+    log "figures (PNG and SVG): $dir/figures/"
+    [ $status -eq 0 ] || log "FAILED: some configuration's contacts differ from the reference, or one failed with an error (see summary.md)"
     return $status
 }
 

@@ -981,6 +981,7 @@ typedef struct options {
     size_t max_n;
     bool max_n_given;
     char *kernels, *workloads, *threads; /* comma lists, NULL = all / default */
+    char *peer_workloads, *peer_sizes;   /* where the peers run (comma lists, NULL = all) */
     const char *out_dir;                 /* results folder */
     const char *wait_policy;             /* active, passive or default */
     const char *serial_kernels;          /* auto, yes or no */
@@ -1002,9 +1003,11 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-/* A comma list of known names, none empty ("", "a,", "a,,b" name nothing
- * somewhere: refused rather than read as fewer names). */
-static void check_list(const char *list, const char *what, bool (*known)(const char *))
+/* The comma list of OPTION: known names (WHAT: a kernel, a workload, ...),
+ * none empty ("", "a,", "a,,b" name nothing somewhere: refused rather than
+ * read as fewer names). */
+static void check_list(const char *list, const char *option, const char *what,
+                       bool (*known)(const char *))
 {
     if (!list)
         return;
@@ -1012,7 +1015,7 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == 0)
-            die("--%ss '%s' has an empty %s name", what, list, what);
+            die("%s '%s' has an empty entry", option, list);
         if (!end)
             break;
         p = end;
@@ -1022,7 +1025,7 @@ static void check_list(const char *list, const char *what, bool (*known)(const c
         die("out of memory");
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
         if (!known(t))
-            die("unknown %s '%s' in --%ss", what, t, what);
+            die("unknown %s '%s' in %s", what, t, option);
     free(copy);
 }
 
@@ -1034,6 +1037,13 @@ static bool known_kernel(const char *s)
 static bool known_workload(const char *s)
 {
     return ns_workload_find(s) != NULL;
+}
+static bool known_size(const char *s) /* a particle count, written as the sweep writes it */
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    return s[0] >= '1' && s[0] <= '9' && !*end && !errno && n <= NS_MAX_PARTICLES;
 }
 
 static const char help[] =
@@ -1053,6 +1063,8 @@ static const char help[] =
     "                     bandwidth) and oneshot (grid_sorted through ns_find_contacts,\n"
     "                     a new index and contact list per search: first touch timed)\n"
     "  --workloads A,B    only these workloads (default: all, settled included)\n"
+    "  --peer-workloads A,B  the peers only on these workloads (default: all)\n"
+    "  --peer-sizes N,M   the peers only at these n (default: every n)\n"
     "  --cache-dir DIR    keep the settled workload's particles in DIR (settled-v<V>-n<N>-\n"
     "                     seed<S>.csv) and reuse them: settling runs a simulation, seconds\n"
     "                     per 20,000 particles (default: no cache)\n"
@@ -1116,6 +1128,10 @@ static options parse_options(int argc, char **argv)
             o.kernels = take_value(&a, argc, argv, "--kernels");
         } else if (IS("--workloads")) {
             o.workloads = take_value(&a, argc, argv, "--workloads");
+        } else if (IS("--peer-workloads")) {
+            o.peer_workloads = take_value(&a, argc, argv, "--peer-workloads");
+        } else if (IS("--peer-sizes")) {
+            o.peer_sizes = take_value(&a, argc, argv, "--peer-sizes");
         } else if (IS("--threads")) {
             o.threads = take_value(&a, argc, argv, "--threads");
         } else if (IS("--max-n")) {
@@ -1155,8 +1171,10 @@ static options parse_options(int argc, char **argv)
         }
 #undef IS
     }
-    check_list(o.kernels, "kernel", known_kernel);
-    check_list(o.workloads, "workload", known_workload);
+    check_list(o.kernels, "--kernels", "kernel", known_kernel);
+    check_list(o.workloads, "--workloads", "workload", known_workload);
+    check_list(o.peer_workloads, "--peer-workloads", "workload", known_workload);
+    check_list(o.peer_sizes, "--peer-sizes", "particle count", known_size);
     if (o.threads) { /* checked here, before the restart and the results folder */
         int threads[16];
         parse_threads(o.threads, threads, 16);
@@ -1272,7 +1290,10 @@ static void register_sweep(const options *o, int cores)
                 for (int t = 0; t < (ker->parallel ? n_threads : 1); t++)
                     add_config(ker, NULL, KIND_KERNEL, wl, all[s], ker->parallel ? threads[t] : 1);
             }
-            for (size_t k = 0; k < nsb_peer_count(); k++) {
+            char size[24];
+            snprintf(size, sizeof size, "%zu", all[s]);
+            bool peers_here = in_list(o->peer_workloads, wl) && in_list(o->peer_sizes, size);
+            for (size_t k = 0; k < nsb_peer_count() && peers_here; k++) {
                 const nsb_peer *peer = nsb_peer_at(k);
                 if (!in_list(o->kernels, peer->name) || ((!bulk || wide) && all[s] > OTHER_MAX_N) ||
                     (!peer->parallel && !serial))

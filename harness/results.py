@@ -3,6 +3,7 @@
 with its 95 % interval.
 
     results.py summary BENCH.json [--markdown]     the summary tables
+    results.py summary BENCH.json --headline       the headline workload's table alone
     results.py flatten BENCH.json                  one row per configuration (TSV)
     results.py report RUN_DIR                      RUN_DIR/bench.tsv and summary.md from
                                                    RUN_DIR/bench.json, written together,
@@ -536,7 +537,9 @@ def rounds_lines(f, markdown):
     return out
 
 
-def summary(f, markdown=False):
+def summary(f, markdown=False, headline=False):
+    """The summary; with headline, its first table alone (what the console
+    shows at the end of a run: the rest is in summary.md)."""
     run = f.run
     fit = f.fit_range()
     out = ["# nsearch-bench summary\n" if markdown else "nsearch-bench summary",
@@ -556,7 +559,7 @@ def summary(f, markdown=False):
            "and threads; x floor: over bound plus write (streaming the same number of "
            "contacts' bytes to memory), the least any kernel that writes its contacts "
            "could take."]
-    for w in run.workloads():
+    for w in [run.headline_workload()] if headline else run.workloads():
         out.append(f"\n{'## ' if markdown else ''}{w}\n")
         rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "exponent k",
                  f"speed-up vs {run.reference_kernel()}", "x bound", "x floor", "verdict"]]
@@ -583,6 +586,8 @@ def summary(f, markdown=False):
                                 *f.floor_configs(c, "bound")) if kernel not in FLOORS else "-",
                          f.text(f.over(c, floor), c, *f.floor_configs(c, "floor")), verdict])
         out.append(table(rows, markdown))
+    if headline:
+        return "\n".join(out) + "\n"
     out += workload_lines(f, markdown)
     out += oneshot_lines(f, markdown)
     out += peer_lines(f, markdown)
@@ -907,7 +912,7 @@ def main(argv):
     try:
         if cmd == "summary":
             f = Figures(args[0])
-            sys.stdout.write(summary(f, "--markdown" in args))
+            sys.stdout.write(summary(f, "--markdown" in args, "--headline" in args))
             return 1 if any(c.verdict and c.verdict.startswith("INVALID")
                             for c in f.run.configs.values()) else 0
         if cmd == "flatten":

@@ -73,7 +73,11 @@ from stats import DEFAULT_REPETITIONS, DEFAULT_ROUNDS  # noqa: E402
 DEFAULT_MIN_TIME = 0.1
 RUN_FILE = "run.json"
 LOCK_FILE = ".sweep.lock"
-QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.01, "max_n": 20000}
+# --quick: a first look in under two minutes on 2 cores (docs/running.md):
+# n to 10,000, and the peers, whose libraries take half a second to start in
+# every process, on uniform at two sizes only.
+QUICK = {"rounds": 2, "repetitions": 3, "min_time": 0.01, "max_n": 10000,
+         "peer_workloads": "uniform", "peer_sizes": "1000,10000"}
 
 
 class UsageError(Exception):
@@ -189,6 +193,7 @@ def parse_args(argv):
     p.add_argument("--repetitions", type=int)
     p.add_argument("--min-time", type=float, help="seconds per repetition (Google Benchmark)")
     p.add_argument("--quick", action="store_true")
+    p.set_defaults(peer_workloads=None, peer_sizes=None)  # set by --quick alone
     p.add_argument("--resume", action="store_true")
     p.add_argument("--kernels")
     p.add_argument("--workloads")
@@ -231,7 +236,7 @@ def bench_args(a, threads=None):
     (to list the configurations), or one (a process measures one count; with
     1 it also runs the serial kernels, with more only the parallel ones)."""
     args = ["--threads", str(threads) if threads else a.threads]
-    for opt in ("kernels", "workloads", "cache_dir"):
+    for opt in ("kernels", "workloads", "peer_workloads", "peer_sizes", "cache_dir"):
         v = getattr(a, opt)
         if v:
             args += [f"--{opt.replace('_', '-')}", v]
@@ -277,7 +282,8 @@ def run_conf(a):
             "options": {"rounds": a.rounds, "repetitions": a.repetitions, "min_time": a.min_time,
                         "kernels": a.kernels, "workloads": a.workloads, "threads": a.threads,
                         "max_n": a.max_n, "shuffle_seed": a.shuffle_seed,
-                        "wait_policy": a.wait_policy}}
+                        "wait_policy": a.wait_policy,
+                        "peer_workloads": a.peer_workloads, "peer_sizes": a.peer_sizes}}
 
 
 RESUME = "./run_all.sh --resume"

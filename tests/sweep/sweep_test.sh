@@ -12,6 +12,8 @@
 #   refuses leaves no run folder, so the interrupted run is still the one resumed;
 # wait_policy: OMP_WAIT_POLICY per process as --wait-policy says (auto: passive
 #   for 1 thread, active for more; default: unset), recorded in each context;
+# quick: --quick measures the peers on uniform at n = 1,000 and 10,000 alone, the
+#   suite's kernels everywhere (nsearch-bench's --peer-workloads, --peer-sizes);
 # machine_label: the results folder's name from the CPU model (with its family and model where
 #   the name has no model number), vector ISA and logical CPUs.
 set -u
@@ -203,6 +205,31 @@ case_wait_policy() {
     done
     sweep --wait-policy sometimes >"$SCRATCH/log-bad" 2>&1
     [ $? -eq 2 ] || fail "--wait-policy sometimes is not a usage error"
+}
+
+case_quick() {
+    local peer
+    peer=$("$BENCH" --kernels nanoflann_kdtree,boost_rtree,cgal_box_intersection --max-n 100 \
+        --workloads uniform --threads 1 --benchmark_list_tests 2>/dev/null | head -1 | cut -d/ -f1)
+    [ -n "$peer" ] || { echo "  no peer built in: skipped"; exit 77; }
+    sweep --quick --kernels "naive,$peer" --workloads uniform,sheet --max-n 1000 --threads 1 \
+        --min-time 0.001 --dir-file "$SCRATCH/dir" >"$SCRATCH/log" 2>&1 || { fail "sweep --quick failed"; tail -5 "$SCRATCH/log"; return; }
+    "$PY" - "$(cat "$SCRATCH/dir")/bench.json" "$peer" <<'PY' || fail "--quick measured the wrong configurations"
+import json, sys
+peer = sys.argv[2]
+names = {b["run_name"].removesuffix("/manual_time") for b in json.load(open(sys.argv[1]))["benchmarks"]}
+peers = sorted(x for x in names if x.startswith(peer + "/"))
+naive = sorted(x for x in names if x.startswith("naive/"))
+want = [f"{peer}/uniform/n:1000/threads:1"]
+if peers != want or not {"naive/sheet/n:1000/threads:1", "naive/uniform/n:100/threads:1"} <= set(naive):
+    print(f"  peers {peers} (want {want}); naive {naive}")
+    sys.exit(1)
+PY
+    "$BENCH" --peer-sizes 1000,,10 --benchmark_list_tests >/dev/null 2>"$SCRATCH/err"
+    [ $? -eq 2 ] && grep -q -- "--peer-sizes" "$SCRATCH/err" || fail "--peer-sizes 1000,,10 is not refused in one line"
+    "$BENCH" --peer-workloads nowhere --benchmark_list_tests >/dev/null 2>"$SCRATCH/err"
+    [ $? -eq 2 ] && grep -q "unknown workload 'nowhere' in --peer-workloads" "$SCRATCH/err" ||
+        fail "--peer-workloads nowhere: $(cat "$SCRATCH/err")"
 }
 
 case_machine_label() {

@@ -43,10 +43,10 @@ Sweep options:
                       cgal_box_intersection, scipy_ckdtree, where their packages are found)
   --workloads A,B     only these workloads (default: all)
   --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
-  --max-n N           the largest n (default 100,000; 10,000 with --quick; more extends the sweep of the
-                      non-quadratic kernels to 200k, 500k, 1M, ... N; on a wide_radii
-                      workload, powder, the kernels without radius_levels stop at
-                      100,000)
+  --max-n N           the largest n (default 100,000; 10,000 with --quick; more extends
+                      the sweep of the non-quadratic kernels to 200k, 500k, 1M, ... N; on
+                      a wide_radii workload, powder, the kernels without radius_levels
+                      stop at 100,000)
   --rounds R          independent rounds: every configuration is measured in R separate
                       processes, each round in its own shuffled order (default 3; 2 with
                       --quick)

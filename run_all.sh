@@ -21,9 +21,14 @@ Usage:
                                                n (sim_fps figure) and an animation of a pile
                                                settling (sim_settle.gif)
   ./run_all.sh --test                          install what is missing, build, run every test
-  ./run_all.sh --plots A.json [B.json ...] [--out DIR]
-                                               redraw every figure from existing results (several
-                                               files: the machines side by side too)
+  ./run_all.sh --plots FILE [FILE ...] [--figures A,B] [--gif-n N] [--out DIR]
+                                               redraw figures from existing results: a sweep's
+                                               bench.json (several: the machines side by side
+                                               too), a simulation's sim.tsv (sim_fps, and
+                                               sim_settle.gif simulated again: deterministic);
+                                               every figure they have data for, or those
+                                               --figures names (default --out: figures/ beside
+                                               the first file)
   ./run_all.sh --compare A.json B.json [--out DIR] [--band 0.05] [--allow-different-builds]
                                                compare two result files, configuration by
                                                configuration: ratio of medians B/A with its
@@ -93,7 +98,8 @@ table). Exit status: 1 when any kernel's contacts
 differ from the reference or a configuration fails with an error, 2 on a usage error.
 
 Environment: NS_WERROR=ON turns warnings into errors (CI sets it); JOBS sets the
-build parallelism.
+build parallelism; NSEARCH is the nsearch tool --plots simulates the animation with
+(default build/release/nsearch, built when missing).
 USAGE
 }
 
@@ -209,6 +215,7 @@ PEER_PACKAGES=(libnanoflann-dev libboost-dev libcgal-dev libpython3-dev liblammp
 . "$ROOT/harness/python.sh" # PY: Debian's python, with Debian's numpy and scipy
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound peers)
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
+NSEARCH=${NSEARCH:-$ROOT/build/release/nsearch} # the tool --plots animates with
 
 # Installs missing Debian packages: as root through apt-get (saying what),
 # otherwise prints the exact command and stops.
@@ -269,10 +276,12 @@ draw() {
     child "$PY" "$ROOT/harness/results.py" plotdata "$@" --out "$data" || exit
     local figures=("${FIGURES[@]}")
     [ $# -gt 1 ] && figures+=(machines)
-    local f fmt skipped=() drawn=()
+    local f fmt why skipped=() drawn=()
     for f in "${figures[@]}"; do
-        if grep -qx "$f" "$data/empty.txt"; then
-            skipped+=("$f")
+        wanted "$f" || continue
+        why=$(sed -n "s/^$f: //p" "$data/empty.txt")
+        if [ -n "$why" ]; then
+            skipped+=("$f ($why)")
             continue
         fi
         drawn+=("$f")
@@ -281,33 +290,87 @@ draw() {
         done
     done
     [ ${#drawn[@]} -eq 0 ] || mv -f "$drawing"/* "$out"/ || fail "cannot move the figures into $out"
-    log "figures: ${drawn[*]} (PNG and SVG) in $out"
+    [ ${#drawn[@]} -eq 0 ] || log "figures: ${drawn[*]} (PNG and SVG) in $out"
     [ ${#skipped[@]} -eq 0 ] ||
-        log "not drawn, nothing to show in these results: ${skipped[*]} (they need uniform)"
+        log "not drawn, nothing to show in these results: $(printf '%s; ' "${skipped[@]}" | sed 's/; $//')"
 }
 
-# Result files and --out DIR, for --plots: sets FILES and OUT, each as the
-# caller named it from where they stand.
-parse_files() {
-    local mode=$1
-    shift
-    OUT="" FILES=()
+# The figures --plots draws: every one (WANTED empty) or those named.
+WANTED=""
+wanted() { [ -z "$WANTED" ] || [[ ",$WANTED," == *",$1,"* ]]; }
+
+# sim_fps from a simulation's sim.tsv into a folder (PNG and SVG), drawn
+# beside it and moved in.
+draw_sim_fps() {
+    local data drawing fmt
+    temp_dir data
+    temp_dir drawing "$2"
+    child "$PY" "$ROOT/harness/sim_results.py" data "$1" --out "$data" || exit
+    for fmt in png svg; do
+        gnuplot_plot sim_fps "$data" "$drawing" "$fmt"
+    done
+    mv -f "$drawing"/* "$2"/ || fail "cannot move the figure into $2"
+    log "figures: sim_fps (PNG and SVG) in $2"
+}
+
+# sim_settle.gif into a folder: N particles settling, simulated by the built
+# nsearch (deterministic: the same frames on every machine and thread count).
+SETTLE_FRAMES=(--frames 600 --every 12)
+draw_settle() {
+    local frames drawing
+    temp_dir frames
+    temp_dir drawing "$1"
+    log "animation: $2 particles settling (nsearch sim --n $2 ${SETTLE_FRAMES[*]})"
+    child "$NSEARCH" sim --n "$2" "${SETTLE_FRAMES[@]}" --output-dir "$frames" \
+        >/dev/null || fail "nsearch sim failed on the animation"
+    child gnuplot -e "dir=$(gp_str "$frames"); out=$(gp_str "$drawing/sim_settle.gif"); dt=0.01; pngdir=''" \
+        "$ROOT/plots/sim_anim.gp" || fail "gnuplot failed on plots/sim_anim.gp"
+    mv -f "$drawing/sim_settle.gif" "$1"/ || fail "cannot move the animation into $1"
+    log "animation: sim_settle.gif in $1"
+}
+
+# --plots FILE [FILE ...] [--figures A,B] [--gif-n N] [--out DIR]: a FILE is a
+# sweep's bench.json (its figures; several files: the machines figure too)
+# or a simulation's sim.tsv (sim_fps and the animation), told apart by their
+# first character; paths are the caller's.
+plots_mode() {
+    local out="" gif_n=5000 benches=() sims=() f
     while [ $# -gt 0 ]; do
         case "$1" in
-            --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$(caller_path "$2"); shift ;;
-            -*) die "unknown option for $mode: $1" ;;
-            *) [ -f "$(caller_path "$1")" ] || die "no such results file: $1"
-               FILES+=("$(caller_path "$1")") ;;
+            --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$(caller_path "$2"); shift ;;
+            --figures)
+                [ $# -ge 2 ] || die "--figures needs a list"
+                for f in ${2//,/ }; do
+                    [[ " ${FIGURES[*]} machines sim_fps sim_settle " == *" $f "* ]] ||
+                        die "--figures: no figure '$f' (the figures: ${FIGURES[*]} machines sim_fps sim_settle)"
+                done
+                WANTED=$2; shift ;;
+            --gif-n)
+                [ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--gif-n needs a whole number >= 1"
+                gif_n=$2; shift ;;
+            -*) die "unknown option for --plots: $1" ;;
+            *) f=$(caller_path "$1")
+               [ -f "$f" ] || die "no such results file: $1"
+               if [ "$(tr -d ' \t\r\n' <"$f" | head -c1)" = "{" ]; then benches+=("$f"); else sims+=("$f"); fi ;;
         esac
         shift
     done
-}
-
-# --plots A.json [B.json ...] [--out DIR]
-plots_mode() {
-    parse_files --plots "$@"
-    [ ${#FILES[@]} -ge 1 ] || die "--plots needs at least one results file"
-    draw "${OUT:-$(dirname "${FILES[0]}")/figures}" "${FILES[@]}"
+    [ $((${#benches[@]} + ${#sims[@]})) -ge 1 ] || die "--plots needs at least one results file"
+    [ ${#sims[@]} -le 1 ] || die "--plots takes one simulation's sim.tsv at a time"
+    local first=${benches[0]:-${sims[0]:-}}
+    out=${out:-$(dirname "$first")/figures}
+    [ ${#benches[@]} -eq 0 ] || draw "$out" "${benches[@]}"
+    [ ${#sims[@]} -eq 1 ] || return 0
+    ensure_packages "${SWEEP_PACKAGES[@]}"
+    out_folder "$out"
+    if wanted sim_fps; then draw_sim_fps "${sims[0]}" "$out"; fi
+    wanted sim_settle || return 0
+    if [ ! -x "$NSEARCH" ]; then
+        [ "$NSEARCH" = "$ROOT/build/release/nsearch" ] || die "NSEARCH=$NSEARCH is not a program"
+        take_lock --plots
+        build_release
+    fi
+    draw_settle "$out" "$gif_n"
 }
 
 # --compare A.json B.json [--out DIR] [--band B] [--allow-different-builds]:
@@ -379,23 +442,9 @@ sim_mode() {
     child "$PY" harness/sim_sweep.py --tool "$tool" --out "$tsv" --kernels "$kernels" --max-n "$max_n" \
         --runs "$runs" --skin "$skin" --threads "$threads" --cache-dir "$CACHE" ||
         fail "the simulation sweep failed"
-    local data
-    temp_dir data
-    child "$PY" harness/sim_results.py data "$tsv" --out "$data" || exit
-    local fmt
-    for fmt in png svg; do
-        gnuplot_plot sim_fps "$data" "$dir/figures" "$fmt"
-    done
+    draw_sim_fps "$tsv" "$dir/figures"
     child "$PY" harness/sim_results.py summary "$tsv" --markdown --out "$dir/sim_summary.md" || exit
-    if [ "$gif_n" -gt 0 ]; then
-        local frames_dir
-        temp_dir frames_dir
-        log "animation: $gif_n particles settling"
-        child "$tool" sim --n "$gif_n" --frames 600 --every 12 --output-dir "$frames_dir" >/dev/null ||
-            fail "nsearch sim failed on the animation"
-        child gnuplot -e "dir=$(gp_str "$frames_dir"); out=$(gp_str "$dir/figures/sim_settle.gif"); dt=0.01; pngdir=''" \
-            plots/sim_anim.gp || fail "gnuplot failed on plots/sim_anim.gp"
-    fi
+    [ "$gif_n" -eq 0 ] || draw_settle "$dir/figures" "$gif_n"
     echo
     child "$PY" harness/sim_results.py summary "$tsv" || exit
     log "results: $dir (sim.tsv, sim_summary.md, figures/) in $(duration $((SECONDS - start)))"

@@ -17,7 +17,7 @@ int main(void)
     ns_contact_list contacts;
     ns_contact_list_init(&contacts);
     ns_error err;
-    if (ns_find_contacts(ns_kernel_find("hash_parallel"), &particles, NULL, &contacts, &err) !=
+    if (ns_find_contacts(ns_kernel_find("grid_sorted"), &particles, NULL, &contacts, &err) !=
         NS_OK) {
         fprintf(stderr, "contacts: %s\n", err.message);
         return 1;

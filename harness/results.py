@@ -846,14 +846,22 @@ def plotdata(all_figures, out):
                                                [(" ".join(wl), rows)], titled=False)
     meta["workloads"] = wl
     meta["workloads_n"] = n_w
-    # the figures these results cannot draw (say, a run without uniform): run_all.sh
-    # skips them and says so, rather than have gnuplot fail on an empty plot
-    empty = [name for name in ("scaling", "doubling", "speedup") if meta["blocks"][name] == 0]
-    empty += ["per_particle"] if not lines else []  # its last block (the markers) is always there
-    empty += ["breakdown"] if breakdown_rows == 0 else []
-    empty += ["workloads"] if n_w == 0 or not rows else []
+    # the figures these results cannot draw (say, a run without uniform), each
+    # with why: run_all.sh skips them and says so, rather than have gnuplot
+    # fail on an empty plot
+    no_uniform = "" if hw in r.workloads() else f"no {hw} workload"
+    empty = {name: no_uniform or "one thread count" for name in ("scaling", "doubling", "speedup")
+             if meta["blocks"][name] == 0}
+    if not lines:  # its last block (the markers) is always there
+        empty["per_particle"] = no_uniform or "no kernel"
+    if breakdown_rows == 0:
+        empty["breakdown"] = no_uniform or "no kernel"
+    if n_w == 0 or not rows:
+        empty["workloads"] = "no n measured on every workload"
+    if not any(r.is_peer(k) for k, _ in r.lines(hw)):
+        empty["peers"] = no_uniform or "no other library measured"
     with open(os.path.join(out, "empty.txt"), "w") as fh:
-        fh.write("".join(name + "\n" for name in empty))
+        fh.write("".join(f"{name}: {why}\n" for name, why in empty.items()))
 
     # machines: each result file's time at the largest uniform n common to all, per
     # kernel; parallel kernels once with 1 thread and once with all of each

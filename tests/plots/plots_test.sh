@@ -133,7 +133,10 @@ options)
     grep -q "^Usage:" "$scratch/out.txt" || fail "--quick --help is not the usage"
     # --ab: no revision, an unknown one, an unknown option, each one line and
     # exit 2 before anything is built
-    for args in "--ab" "--ab no-such-revision-here" "--ab HEAD --bogus 1" "--ab HEAD --n"; do
+    # and --plots: an unknown figure, no file, two simulations, no animation
+    sim=$root/results/reference/sim.tsv
+    for args in "--ab" "--ab no-such-revision-here" "--ab HEAD --bogus 1" "--ab HEAD --n" \
+        "--plots $sim --figures nope" "--plots" "--plots $sim $sim" "--plots $sim --gif-n 0"; do
         rc=0
         # shellcheck disable=SC2086 # the words of args are the arguments
         "$root/run_all.sh" $args >"$scratch/out.txt" 2>"$scratch/err.txt" || rc=$?

@@ -21,10 +21,12 @@ summary (a Markdown file the harness wrote), chosen in the comment itself:
     ...
     <!-- end -->
 
-from: the summary, relative to the clone; section: the heading the table
-follows (the first table after it is taken); columns: which columns, in
-their order (default: all); where: conditions column=value[,value...], all
-of which a row must meet (default: every row). Numbers of four digits or
+from: the summary, relative to the clone, or a bench.tsv (no section);
+section: the heading the table follows (the first table after it is taken;
+none: the file's first); columns: which columns, in their order (default:
+all); where: conditions column=value[,value...], all of which a row must
+meet (default: every row); decimals: the digits a raw number keeps after
+the point (a TSV's). Numbers of four digits or
 more get thousands separators, as the guide writes them.
 
 Exit status: 0; 1 when --check finds a table that differs; 2 when a source,
@@ -89,8 +91,12 @@ def cells(line):
 
 def summary_table(path, section):
     """(header, rows) of the first Markdown table after the heading `section`
-    of a committed file (any level; None: the file's first table)."""
+    of a committed file (any level; None: the file's first table), or of a
+    tab-separated file (bench.tsv: one row per configuration)."""
     lines = read(path).splitlines()
+    if path.endswith(".tsv"):
+        header = lines[0].split("\t")
+        return header, [dict(zip(header, x.split("\t"))) for x in lines[1:] if x]
     start = 0
     if section is not None:
         heads = [i for i, x in enumerate(lines) if re.fullmatch(r"#+ +" + re.escape(section), x)]
@@ -152,8 +158,14 @@ def copied(options, doc):
     for c in columns:
         if c not in header:
             raise SourceError(f"{doc}: {path}, {section} has no column '{c}'")
+    decimals = options.get("decimals")  # for a TSV's raw numbers
+
+    def cell(x):
+        if decimals is not None and re.fullmatch(r"-?\d+(\.\d*)?([eE][-+]?\d+)?", x):
+            x = f"{float(x):.{int(decimals)}f}"
+        return grouped(x)
     return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(grouped(r[c]) for c in columns) + " |" for r in rows])
+            + ["| " + " | ".join(cell(r[c]) for c in columns) + " |" for r in rows])
 
 
 BEGIN = re.compile(r"<!-- (headline table|table)\b(.*?)-->", re.S)

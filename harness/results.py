@@ -559,35 +559,53 @@ def summary(f, markdown=False, headline=False):
            "and threads; x floor: over bound plus write (streaming the same number of "
            "contacts' bytes to memory), the least any kernel that writes its contacts "
            "could take."]
+    def figures(c):
+        """median ms, ns/particle, speed-up, x bound, x floor of a configuration."""
+        e, kernel = f.est(c), c.kernel
+        ref = f.config(run.reference_kernel(), c.workload, c.n, 1)
+        floor = f.floor_est(c, "floor") if kernel not in FLOORS else None
+        return [f.text(e, c), f.text(e, c, scale=1e6 / c.n if c.n else 1.0),
+                f.text(f.speedup_vs_reference(c), c, ref)
+                if kernel not in (run.reference_kernel(),) + FLOORS else "-",
+                f.text(f.over(c, f.floor_est(c, "bound")), c,
+                       *f.floor_configs(c, "bound")) if kernel not in FLOORS else "-",
+                f.text(f.over(c, floor), c, *f.floor_configs(c, "floor"))]
+
+    speedup = f"speed-up vs {run.reference_kernel()}"
     for w in [run.headline_workload()] if headline else run.workloads():
         out.append(f"\n{'## ' if markdown else ''}{w}\n")
         rows = [["kernel", "threads", "largest n", "median ms", "ns/particle", "exponent k",
-                 f"speed-up vs {run.reference_kernel()}", "x bound", "x floor", "verdict"]]
+                 speedup, "x bound", "x floor", "verdict"]]
         for kernel, threads in run.lines(w):
             all_rows = [c for c in run.configs.values()
                         if c.workload == w and c.kernel == kernel and c.threads == threads]
             timed = [c for c in all_rows if c.rounds]
             c = max(timed or all_rows, key=lambda c: c.n)
-            e = f.est(c)
             k = (f.exponent(kernel, threads)
                  if w == run.headline_workload() and kernel not in FLOORS else None)
             verdicts = {x.verdict for x in all_rows if x.verdict}
             verdict = c.verdict or "-"
             if not all(v.startswith("VALID") for v in verdicts):  # e.g. refused at large n
                 verdict = "; ".join(sorted(verdicts))
-            floor = f.floor_est(c, "floor") if kernel not in FLOORS else None
-            ref = f.config(run.reference_kernel(), c.workload, c.n, 1)
-            rows.append([kernel, threads, c.n, f.text(e, c),
-                         f.text(e, c, scale=1e6 / c.n if c.n else 1.0),
-                         f.text(k, *f.fit_configs(kernel, threads)),
-                         f.text(f.speedup_vs_reference(c), c, ref)
-                         if kernel not in (run.reference_kernel(),) + FLOORS else "-",
-                         f.text(f.over(c, f.floor_est(c, "bound")), c,
-                                *f.floor_configs(c, "bound")) if kernel not in FLOORS else "-",
-                         f.text(f.over(c, floor), c, *f.floor_configs(c, "floor")), verdict])
+            ms, per, up, bound, floor = figures(c)
+            rows.append([kernel, threads, c.n, ms, per,
+                         f.text(k, *f.fit_configs(kernel, threads)), up, bound, floor, verdict])
         out.append(table(rows, markdown))
     if headline:
         return "\n".join(out) + "\n"
+    # the headline workload again at one n every line reaches, so the rows
+    # compare (the table above gives each line at its own largest n)
+    fit = f.fit_range()
+    if fit:
+        w, n = run.headline_workload(), fit[1]
+        out.append(f"\n{'## ' if markdown else ''}{w} at n = {n:,}\n")
+        out.append(f"Every kernel at the largest n all of them reach on {w}.\n")
+        rows = [["kernel", "threads", "median ms", "ns/particle", speedup, "x bound", "x floor"]]
+        for kernel, threads in run.lines(w, peers=False):
+            c = f.config(kernel, w, n, threads)
+            if c and c.rounds:
+                rows.append([kernel, threads, *figures(c)])
+        out.append(table(rows, markdown))
     out += workload_lines(f, markdown)
     out += oneshot_lines(f, markdown)
     out += peer_lines(f, markdown)

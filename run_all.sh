@@ -21,6 +21,7 @@ Usage:
                                                n (sim_fps figure) and an animation of a pile
                                                settling (sim_settle.gif)
   ./run_all.sh --test                          install what is missing, build, run every test
+                                               (but the 10-minute soak test)
   ./run_all.sh --plots FILE [FILE ...] [--figures A,B] [--gif-n N] [--out DIR]
                                                redraw figures from existing results: a sweep's
                                                bench.json (several: the machines side by side
@@ -44,8 +45,9 @@ Usage:
 
 Sweep options:
   --kernels A,B       only these kernels and peers (default: all; the peers are the other
-                      libraries built in: nanoflann_kdtree, boost_rtree,
-                      cgal_box_intersection, scipy_ckdtree, where their packages are found)
+                      libraries' searches built in: nanoflann_kdtree, boost_rtree,
+                      cgal_box_intersection, scipy_ckdtree, lammps_neighbor,
+                      lammps_neighbor_sorted, where their packages are found)
   --workloads A,B     only these workloads (default: all)
   --threads 1,2       thread counts for parallel kernels (default: 1 and all cores)
   --max-n N           the largest n (default 100,000; 10,000 with --quick; more extends
@@ -425,7 +427,7 @@ sim_mode() {
                 [ $# -ge 2 ] || die "$1 needs a value"
                 [[ $2 =~ ^[0-9]*\.?[0-9]+$ ]] || die "--skin '$2' is not a positive number"
                 skin=$2; shift ;;
-            *) usage >&2; die "unknown option for --sim: $1" ;;
+            *) die "unknown option for --sim: $1 (./run_all.sh --help lists them)" ;;
         esac
         shift
     done

@@ -186,7 +186,7 @@ class SimResults:
         """What made the runs, one line; what sim_run.json does not say is named."""
         if not self.run:
             return "No sim_run.json beside the table: the commit, build and CPU are not recorded."
-        fields = [("commit", "commit"), ("tool", "nsearch"), ("cpu", "CPU"),
+        fields = [("commit", "commit"), ("tool", "tool"), ("cpu", "CPU"),
                   ("threads", "threads"), ("load_average", "load average at the start")]
         return "; ".join(f"{label} {self.run.get(key, 'not recorded')}"
                          for key, label in fields) + "."

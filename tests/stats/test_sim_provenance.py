@@ -61,7 +61,7 @@ class Provenance(unittest.TestCase):
         out = self.summary()
         self.assertIn("2026-01-02", out)
         self.assertIn("commit abc123", out)
-        self.assertIn("nsearch nsearch 9.9 (code path generic", out)
+        self.assertIn("tool nsearch 9.9 (code path generic", out)
         self.assertIn("threads 3", out)
 
     def test_a_bad_record(self):

@@ -2,7 +2,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +111,3 @@ void cli_say_particle_error(const char *path, const ns_particle_file *file, cons
     cli_say("%s%s: %s: %s (%s)", path, where, who, err->message, ns_status_str(err->status));
 }
 
-double cli_now_ms(void)
-{
-    return omp_get_wtime() * 1e3;
-}

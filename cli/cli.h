@@ -63,7 +63,5 @@ int cli_gen(int argc, char **argv);
 int cli_pairs(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 
-/* Milliseconds on a monotonic clock. */
-double cli_now_ms(void);
 
 #endif /* NS_CLI_CLI_H */

@@ -3,6 +3,7 @@
 
 #include "output.h"
 
+#include "atomic_file.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -145,18 +146,10 @@ static bool is_stdout_file(const struct stat *st)
     return fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == st->st_dev && out.st_ino == st->st_ino;
 }
 
-/* The temporary: ".NAME.tmp.XXXXXX" in the target's folder, NAME cut so the
- * temporary's name stays within the 255 bytes a file name may have. */
+/* The temporary: atomic_file.h's name beside the target. */
 static bool temp_name(const char *target)
 {
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    int dir_len = slash ? (int)(slash - target + 1) : 0;
-    int base_len = (int)strlen(base);
-    if (base_len > 200)
-        base_len = 200;
-    return snprintf(temp_path, sizeof temp_path, "%.*s.%.*s.tmp.XXXXXX", dir_len, target, base_len,
-                    base) < (int)sizeof temp_path;
+    return atomic_temp_name(target, temp_path, sizeof temp_path);
 }
 
 static int refuse(const char *path, const char *fmt, const char *detail)

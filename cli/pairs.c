@@ -1,5 +1,6 @@
 /* pairs.c - `nsearch pairs`: a particle file in, its contacts out. */
 #include "cli.h"
+#include "clock.h"
 #include "output.h"
 
 #include <math.h>
@@ -117,9 +118,9 @@ static int search(ns_index *index, const ns_kernel *k, const ns_particles *p,
                   const ns_particle_file *file, pairs_times *t)
 {
     ns_error err;
-    double t0 = cli_now_ms();
+    double t0 = tool_ms();
     ns_status s = ns_index_build(index, p, &err);
-    double t1 = cli_now_ms();
+    double t1 = tool_ms();
     if (to)
         to->streamed = ns_index_can_stream(index);
     if (s == NS_OK && to && to->streamed) {
@@ -140,7 +141,7 @@ static int search(ns_index *index, const ns_kernel *k, const ns_particles *p,
         if (s == NS_OK && to && to->max_total && contacts->count > to->max_total)
             s = too_many(&err, to->max_total);
     }
-    double t2 = cli_now_ms();
+    double t2 = tool_ms();
     if (s == NS_OK) {
         ns_index_info info;
         ns_index_get_info(index, &info);
@@ -327,11 +328,11 @@ static void print_stats(const pairs_setup *su, size_t n, size_t contacts, const 
 /* Reads the particles into file; 0 or the exit status. */
 static int read_input(const pairs_setup *su, ns_particle_file *file, double *read_ms)
 {
-    double t0 = cli_now_ms();
+    double t0 = tool_ms();
     int rc = cli_read_particles(su->input, file);
     if (rc)
         return rc;
-    *read_ms = cli_now_ms() - t0;
+    *read_ms = tool_ms() - t0;
     if (file->columns == 3 && !su->radius_given) {
         cli_say("%s: the particles have no radius column (x,y,z): give --radius R", su->input);
         return EXIT_USAGE;
@@ -372,10 +373,10 @@ int cli_pairs(int argc, char **argv)
     ns_index_destroy(index); /* before the sort and the write: its memory is theirs */
     if (rc)
         goto done;
-    double t1 = cli_now_ms();
+    double t1 = tool_ms();
     if (!su.any_order)
         ns_contact_list_sort(&contacts);
-    t.sort = cli_now_ms() - t1;
+    t.sort = tool_ms() - t1;
     /* For the tests of --check (tests/cli): NSEARCH_TEST_CORRUPT=1 changes one
      * contact, as a wrong kernel would. */
     const char *corrupt = getenv("NSEARCH_TEST_CORRUPT");
@@ -387,7 +388,7 @@ int cli_pairs(int argc, char **argv)
 
     /* write (a streamed query has written already): a difference found by
      * --check leaves an output file as it was */
-    double t2 = cli_now_ms();
+    double t2 = tool_ms();
     ns_error err;
     if (!valid && out.replace) {
         rc = EXIT_INVALID;
@@ -399,7 +400,7 @@ int cli_pairs(int argc, char **argv)
     } else {
         rc = valid ? 0 : EXIT_INVALID;
     }
-    t.write = cli_now_ms() - t2;
+    t.write = tool_ms() - t2;
     if (su.stats && rc != EXIT_FAIL)
         print_stats(&su, p.n, contacts.count, &t);
 done:

@@ -28,6 +28,7 @@
  * library's repetitions in ms). Exit status: 0 done, 1 a library failed or
  * the two disagree, 2 a usage error or a library that cannot be loaded. */
 #define _POSIX_C_SOURCE 200809L
+#include "clock.h"
 #include "nsearch.h"
 
 #include <dlfcn.h>
@@ -111,12 +112,6 @@ static void fail(const side *s, const char *what, const ns_error *err)
     exit(1);
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void open_index(side *s, const options *o)
 {
@@ -140,10 +135,10 @@ static void search(side *s, const ns_particles *p)
 /* The mean ms of k searches. */
 static double repetition(side *s, const ns_particles *p, long k)
 {
-    double t = now();
+    double t = tool_seconds();
     for (long i = 0; i < k; i++)
         search(s, p);
-    return (now() - t) * 1e3 / (double)k;
+    return (tool_seconds() - t) * 1e3 / (double)k;
 }
 
 static long whole(const char *name, const char *v, long lo, long hi)

@@ -52,6 +52,8 @@
 #include "bench_shim.h"
 #include "peer.h"
 #include "provenance.h" /* NS_GIT_COMMIT, NS_GIT_MODIFIED: generated at build time */
+#include "atomic_file.h"
+#include "clock.h"
 #include "table_json.h"
 #include "workload_cache.h"
 
@@ -157,10 +159,6 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-static double now(void)
-{
-    return omp_get_wtime();
-}
 
 static ns_status search_once(const ns_kernel *k, const ns_particles *p, int threads,
                              ns_contact_list *out, ns_error *err)
@@ -288,20 +286,21 @@ static bool read_reference(const char *w, size_t n)
 /* Writes it through a temporary, so another process never reads half. */
 static void write_reference(const char *w, size_t n)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 16], header[300];
+    char path[PATH_MAX], header[300];
     reference_path(path, sizeof path, w, n);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     reference_header(header, sizeof header, w, n);
     mkdir(reference_dir, 0777);
-    FILE *f = fopen(tmp, "wb");
+    atomic_file a;
+    FILE *f = atomic_file_open(&a, path);
     bool ok = f && fputs(header, f) >= 0 && fprintf(f, "%zu\n", cache.reference.count) > 0 &&
               fwrite(cache.reference.items, sizeof(ns_contact), cache.reference.count, f) ==
                   cache.reference.count;
-    ok = f && fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (ok)
+        ok = atomic_file_commit(&a);
+    else if (f)
+        atomic_file_discard(&a);
+    if (!ok)
         fprintf(stderr, "nsearch-bench: cannot write the reference file %s (continuing)\n", path);
-        remove(tmp);
-    }
 }
 
 /* A search for the reference: a parallel kernel with OpenMP's default
@@ -367,7 +366,7 @@ static void prepare(const char *w, size_t n)
     ns_particles p = {n, cache.pos, cache.radius, 0.0f};
     ns_error err;
     fprintf(stderr, "nsearch-bench: reference for %s n=%zu ...", w, n);
-    double t0 = now();
+    double t0 = tool_seconds();
     if (n <= REFERENCE_MAX_N) {
         const ns_kernel *ref = ns_kernel_with_reference(1);
         cache.reference_name = ref->name;
@@ -385,10 +384,10 @@ static void prepare(const char *w, size_t n)
     if (cache.reference_status != NS_OK) {
         snprintf(cache.reference_error, sizeof cache.reference_error, "reference %s failed: %s",
                  cache.reference_name, err.message);
-        fprintf(stderr, " failed: %s (%.1f s)\n", err.message, now() - t0);
+        fprintf(stderr, " failed: %s (%.1f s)\n", err.message, tool_seconds() - t0);
     } else {
         fprintf(stderr, " %zu contacts by %s (%.1f s)\n", cache.reference.count,
-                cache.reference_name, now() - t0);
+                cache.reference_name, tool_seconds() - t0);
     }
 }
 
@@ -461,7 +460,7 @@ static double probe_memory(void)
         return -1.0;
     double times[PROBE_REPS];
     for (int r = 0; r < PROBE_REPS; r++) {
-        double t0 = now();
+        double t0 = tool_seconds();
 #pragma omp parallel
         {
             int t = omp_get_thread_num(), team = omp_get_num_threads();
@@ -478,7 +477,7 @@ static double probe_memory(void)
 #pragma omp atomic
             probe_sink += sum;
         }
-        times[r] = now() - t0;
+        times[r] = tool_seconds() - t0;
     }
     qsort(times, PROBE_REPS, sizeof *times, compare_double);
     return 1e3 * times[PROBE_REPS / 2];
@@ -574,9 +573,9 @@ static void run_write(nsb_state *st, config *c)
     int64_t iterations = 0;
     disturbance before = disturbance_now();
     while (nsb_keep_running(st)) {
-        double t0 = now();
+        double t0 = tool_seconds();
         write_contacts(out, count, pattern, c->threads);
-        double t1 = now();
+        double t1 = tool_seconds();
         nsb_set_iteration_time(st, t1 - t0);
         seconds += t1 - t0;
         iterations++;
@@ -709,12 +708,12 @@ static bool first_search(nsb_state *st, config *c, searcher *se, ns_contact_list
     size_t counted = 0;
     ns_error err;
     ns_status s = searcher_create(se, &err);
-    double t0 = now();
+    double t0 = tool_seconds();
     if (s == NS_OK)
         s = searcher_build(se, &err);
     if (s == NS_OK)
         s = searcher_query(se, contacts, &counted, &err);
-    *seconds = now() - t0;
+    *seconds = tool_seconds() - t0;
     if (s != NS_OK) {
         snprintf(msg, msg_size, "%s: %s (%s)", is_refusal(s) ? "refused" : "error", err.message,
                  ns_status_str(s));
@@ -908,12 +907,12 @@ static void run_search(nsb_state *st, config *c)
     while (nsb_keep_running(st)) {
         if (c->kind == KIND_ONESHOT)
             ns_contact_list_free(&r->contacts); /* untimed: the call starts from nothing */
-        double t0 = now();
+        double t0 = tool_seconds();
         s = searcher_build(&r->se, &err);
-        double t1 = now();
+        double t1 = tool_seconds();
         if (s == NS_OK)
             s = searcher_query(&r->se, &r->contacts, &counted, &err);
-        double t2 = now();
+        double t2 = tool_seconds();
         nsb_set_iteration_time(st, t2 - t0);
         t.build += t1 - t0;
         t.query += t2 - t1;
@@ -1674,9 +1673,9 @@ static void context_witness(void)
             unsigned first = witness_pairs(escaped); /* warm: code and data */
             for (int r = 0; r < WITNESS_REPS; r++) {
 #pragma omp barrier
-                double t0 = now();
+                double t0 = tool_seconds();
                 unsigned h = witness_pairs(escaped);
-                times[t * WITNESS_STRIDE + r] = now() - t0;
+                times[t * WITNESS_STRIDE + r] = tool_seconds() - t0;
                 if (h != first)
                     first = 0; /* cannot happen: the work is deterministic */
             }

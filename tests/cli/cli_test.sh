@@ -1334,7 +1334,7 @@ case_sim_cache_dir() {
     expect_fail 2 "" "" sim --input cache/settled-v3-n400-seed1.csv --cache-dir cache
 }
 
-# --cache-dir: the cache file proves what it holds (cli/workload_cache.h). Its
+# --cache-dir: the cache file proves what it holds (tools/common/workload_cache.h). Its
 # first line names the pile and the hash of its floats; a file damaged in any
 # way (a digit of a coordinate, a radius x10, no checksum line, cut mid-line,
 # another n recorded) is made again with one warning, back byte for byte, and

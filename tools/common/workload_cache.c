@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L /* lstat, PATH_MAX */
 #include "workload_cache.h"
 
+#include "atomic_file.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -179,20 +181,17 @@ static bool write_cached(const char *path, const char *identity, size_t n, const
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return false;
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "wx");
+    atomic_file a;
+    FILE *f = atomic_file_open(&a, path);
     if (!f)
         return false;
     ns_particles p = {n, pos, radius, 0.0f};
     ns_error err;
-    bool ok = fprintf(f, "%s%s fnv1a64=%016llx\n", CHECK_PREFIX, identity,
-                      (unsigned long long)pile_checksum(n, pos, radius)) > 0 &&
-              ns_particles_write(f, &p, &err) == NS_OK;
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0)
-        return true;
-    remove(tmp);
+    if (fprintf(f, "%s%s fnv1a64=%016llx\n", CHECK_PREFIX, identity,
+                (unsigned long long)pile_checksum(n, pos, radius)) > 0 &&
+        ns_particles_write(f, &p, &err) == NS_OK)
+        return atomic_file_commit(&a);
+    atomic_file_discard(&a);
     return false;
 }
 

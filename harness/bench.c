@@ -1836,14 +1836,16 @@ static void restart(char **argv)
     free(ids);
 }
 
-/* Results: written under a temporary name, renamed when complete, or to a
- * name that says "partial" when interrupted. */
-static char results_tmp[1024], results_final[1024], results_partial[1024];
+/* Results: written by Google Benchmark into an atomic_file's temporary,
+ * renamed over bench.json when complete, or to a name that says "partial"
+ * when interrupted. */
+static atomic_file results;
+static char results_partial[1024];
 
 static void on_interrupt(int sig)
 {
-    if (results_tmp[0])
-        rename(results_tmp, results_partial);
+    if (results.temp[0])
+        rename(results.temp, results_partial);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -1899,12 +1901,12 @@ static bool flag_on(int argc, char **argv, const char *flag)
     return on;
 }
 
-/* The results file: written as DIR/.bench.json.tmp and renamed to
+/* The results file: written as DIR/.bench.json.tmp.XXXXXX and renamed to
  * DIR/bench.json when complete (DIR/bench.partial.json when interrupted);
  * DIR is out_dir, or results/<host>/<UTC timestamp>. */
 static void results_to(char *program, const char *out_dir)
 {
-    static char out_flag[1100];
+    static char out_flag[sizeof results.temp + 32];
     char dir[700], host[256] = "unknown", stamp[32];
     gethostname(host, sizeof host);
     host[sizeof host - 1] = 0;
@@ -1915,10 +1917,14 @@ static void results_to(char *program, const char *out_dir)
     else
         snprintf(dir, sizeof dir, "results/%s/%s", host, stamp);
     make_dirs(dir);
-    snprintf(results_tmp, sizeof results_tmp, "%s/.bench.json.tmp", dir);
-    snprintf(results_final, sizeof results_final, "%s/bench.json", dir);
+    char final[1024];
+    snprintf(final, sizeof final, "%s/bench.json", dir);
     snprintf(results_partial, sizeof results_partial, "%s/bench.partial.json", dir);
-    snprintf(out_flag, sizeof out_flag, "--benchmark_out=%s", results_tmp);
+    if (!atomic_file_open(&results, final))
+        die("cannot create a file in %s: %s", dir, strerror(errno));
+    fclose(results.f); /* Google Benchmark writes it, by name */
+    results.f = NULL;
+    snprintf(out_flag, sizeof out_flag, "--benchmark_out=%s", results.temp);
     char *extra[] = {program, out_flag, (char *)"--benchmark_out_format=json", NULL};
     int extra_argc = 3;
     nsb_initialize(&extra_argc, extra);
@@ -1929,10 +1935,10 @@ static void results_to(char *program, const char *out_dir)
 /* What the run says at its end on standard error; the exit status. */
 static int finish(void)
 {
-    if (results_tmp[0]) {
-        if (rename(results_tmp, results_final) != 0)
-            die("cannot rename %s: %s", results_tmp, strerror(errno));
-        fprintf(stderr, "nsearch-bench: results in %s\n", results_final);
+    if (results.temp[0]) { /* renamed here, not by atomic_file_commit: a failure keeps it */
+        if (rename(results.temp, results.target) != 0)
+            die("cannot rename %s: %s", results.temp, strerror(errno));
+        fprintf(stderr, "nsearch-bench: results in %s\n", results.target);
     }
     for (size_t k = 0; k < nsb_noisy_count(); k++) {
         double cv;

@@ -1,10 +1,10 @@
 /* isa.c - the code paths: which ones this build compiled the kernels for,
  * which one this process runs.
  *
- * On x86-64 without NS_NATIVE every kernel is compiled three times
- * (CMakeLists.txt): avx512 (AVX-512 F/VL/BW/DQ with AVX2, FMA, BMI1/2),
- * avx2 (AVX2, FMA, BMI1/2) and generic (the baseline x86-64 a distribution
- * builds for). The best path the CPU can run is chosen when an index is
+ * On x86-64 without NS_NATIVE every kernel is compiled once per path of
+ * isa_paths.h (the one list; CMakeLists.txt reads it): avx512 (AVX-512
+ * F/VL/BW/DQ with AVX2, FMA, BMI1/2), avx2 (AVX2, FMA, BMI1/2) and generic
+ * (the baseline x86-64 a distribution builds for). The best path the CPU can run is chosen when an index is
  * made, unless its config (ns_config.isa) or the environment variable
  * NS_ISA names one. FMA instructions
  * are allowed but never contracted into the arithmetic (-ffp-contract=off),
@@ -22,28 +22,24 @@
 
 #ifdef NS_ISA_DISPATCH
 #include "isa_paths.h"
-#define NAME(path, arg) #path,
-#define LISTED(path, arg) " " #path
+#define NAME(path, arg, options, needs, runs) #path,
+#define LISTED(path, arg, options, needs, runs) " " #path
+#define NEEDS(path, arg, options, needs, runs) needs,
 static const char *const paths[] = {NS_ISA_DISPATCH_PATHS(NAME, )};
 static const char *const all_paths = &NS_ISA_DISPATCH_PATHS(LISTED, )[1]; /* not the first space */
-/* what each path needs, in cpu_runs()'s terms */
-static const char *const needs[] = {"AVX-512 F, VL, BW and DQ, AVX2, FMA, BMI1 and BMI2",
-                                    "AVX2, FMA, BMI1 and BMI2", ""};
+static const char *const needs[] = {NS_ISA_DISPATCH_PATHS(NEEDS, )};
 
 /* Can this CPU (and its operating system, which must save the wider
  * registers: the builtins check that too) run path k? */
 static bool cpu_runs(size_t k)
 {
     __builtin_cpu_init();
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
-    switch (k) {
-    case 0:
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    case 1: return avx2;
-    default: return true;
-    }
+#define CPU(feature) __builtin_cpu_supports(#feature)
+#define RUNS(path, arg, options, needs, runs) (runs),
+    const bool runs[] = {NS_ISA_DISPATCH_PATHS(RUNS, )};
+#undef RUNS
+#undef CPU
+    return runs[k];
 }
 #else
 static const char *const paths[] = {STR(NS_ISA_PATH)};

@@ -8,15 +8,15 @@
  * PORTABLE_OF(name): on the last, most portable one. */
 #ifdef NS_ISA_DISPATCH
 #include "isa_paths.h"
-#define DECLARE_ON(path, name) extern const ns_kernel_ops NS__OPS__(name, path);
-#define OPS_ON(path, name) &NS__OPS__(name, path),
+#define DECLARE_ON(path, name, ...) extern const ns_kernel_ops NS__OPS__(name, path);
+#define OPS_ON(path, name, ...) &NS__OPS__(name, path),
 #define DECLARE(name) NS_ISA_DISPATCH_PATHS(DECLARE_ON, name)
 #define PATHS_OF(name)                                                                             \
     {                                                                                              \
         NS_ISA_DISPATCH_PATHS(OPS_ON, name)                                                        \
     }
 #define PORTABLE_OF(name) &NS__OPS__(name, generic)
-#define ONE(path, arg) +1
+#define ONE(path, ...) +1
 enum { PATHS = NS_ISA_DISPATCH_PATHS(ONE, ) };
 #else
 #define DECLARE(name) extern const ns_kernel_ops NS__OPS(name);
@@ -28,16 +28,12 @@ enum { PATHS = NS_ISA_DISPATCH_PATHS(ONE, ) };
 enum { PATHS = 1 };
 #endif
 
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
-    DECLARE(name)
+#define NS_KERNEL(name, description, ...) DECLARE(name)
 #include "kernel_list.h"
 #undef NS_KERNEL
 
 static const ns_kernel_ops *const ops_by_path[][PATHS] = {
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
-    PATHS_OF(name),
+#define NS_KERNEL(name, description, ...) PATHS_OF(name),
 #include "kernel_list.h"
 #undef NS_KERNEL
 };
@@ -45,10 +41,8 @@ static const ns_kernel_ops *const ops_by_path[][PATHS] = {
 /* The public table. Its ops field says that the kernel exists; an index
  * runs the ops ns__kernel_ops chooses. */
 static const ns_kernel kernels[] = {
-#define NS_KERNEL(name, description, parallel, uses_table_size, quadratic, domain_memory,          \
-                  stable_order, reference, bound, min_per_thread, radius_levels)                   \
-    {#name,        description, parallel, uses_table_size, quadratic,     domain_memory,           \
-     stable_order, reference,   bound,    min_per_thread,  radius_levels, PORTABLE_OF(name)},
+#define NS_KERNEL(kernel, text, ...)                                                               \
+    {.name = #kernel, .description = text, __VA_ARGS__, .ops = PORTABLE_OF(kernel)},
 #include "kernel_list.h"
 #undef NS_KERNEL
 };

@@ -5,7 +5,8 @@
  *
  * On a shared VM a process's times can settle a fifth apart from the next
  * process's (a neighbour on the cache or the memory, the vCPUs placed
- * apart), more than a kernel change of a few percent: two builds measured in
+ * apart: docs/comparing.md, "What a shared VM can and cannot tell"), more
+ * than a kernel change of a few percent: two builds measured in
  * separate processes compare the processes, not the builds. Here both
  * libraries are loaded (dlopen, each with its own symbols) into one process
  * and alternate: in each round an index of each, then their repetitions

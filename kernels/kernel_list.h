@@ -13,7 +13,7 @@
  * decided from a kernel's name, only from these.
  *
  * min_per_thread was measured on uniform (the workload where a second thread
- * pays latest) on a 2-vCPU Zen 4: the n where 2 threads first beat 1
+ * pays latest) on a 2-vCPU Zen 4 at commit 80d08c3: the n where 2 threads first beat 1
  * (docs/kernels.md, "Threads at small n"), halved, rounded up. */
 NS_KERNEL(naive, "all pairs i<j, serial: the reference every kernel is checked against",
           .quadratic = true, .stable_order = true, .reference = 1)

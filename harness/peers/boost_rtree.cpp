@@ -13,8 +13,8 @@
 #include <memory>
 #include <utility>
 
-/* Measured here (docs/harness.md, "The peers"): rstar, quadratic and linear node
- * parameters, 8 to 32 entries per node. */
+/* rstar with 16 entries per node: the fastest of the node parameters and sizes
+ * measured (docs/optimisation-log.md, "The peers' settings"). */
 #ifndef NSB_RTREE_ALGORITHM
 #define NSB_RTREE_ALGORITHM rstar
 #endif

@@ -9,7 +9,7 @@
  * counted in the run's tally, which main reports.
  *
  * The timed loop calls searcher_build and searcher_query, defined here
- * beside it as before: the timed code is what it was. */
+ * beside it, so the compiler sees them where it compiles the loop. */
 #include "bench.h"
 
 #include "clock.h"

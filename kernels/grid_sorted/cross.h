@@ -96,11 +96,10 @@ __attribute__((noinline)) static size_t cross_contacts(const level *f, const vie
     int rows = 0;
     /* The rows found 8 at a time on the AVX-512 path (rows8(), simd_avx512.h),
      * one by one elsewhere (row_run()): the one choice of code path outside
-     * the simd files. Moved into an operation of simd.h, the loop was
-     * compiled on its own before it was inlined here, and GCC made slightly
-     * different code of it (registers, one load more or less); written here,
-     * cross_contacts() compiles to the same instructions as before the code
-     * was split into parts. */
+     * the simd files. In an operation of simd.h GCC compiles the loop on its
+     * own before inlining it here and makes slightly different code of this
+     * hot loop (registers, one load more or less); written here, it is
+     * optimised with its caller. */
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
     int64_t ny = rr.hi[1] - rr.lo[1] + 1, all = ny * (rr.hi[2] - rr.lo[2] + 1);
     for (int64_t i = 0; i < all; i += 8) {

@@ -25,10 +25,10 @@
  * none). Those that hold code once written in place inside a generic
  * function (simd_reach_blocks(), simd_keep_filled(), simd_stream_found(),
  * simd_gather_recorded()) are always_inline: GCC then optimises them inside
- * their caller, as before, where a plain inline function too large to be
- * inlined early is optimised on its own first and its caller came out with
- * different registers and spills. So each path's object code is the same,
- * instruction for instruction, as before the code was split into parts. */
+ * their caller, where a plain inline function too large to be inlined
+ * early is optimised on its own first and its caller gets other registers
+ * and spills. So each path's object code is what the code written in one
+ * function gives, instruction for instruction. */
 
 /* The blocks of the scratch holding the candidates of the stencil cells
  * within reach of a particle at (x, y, z) (see reach_of_cell()), lim the

@@ -15,13 +15,16 @@
 #ifndef NS_TOOL_ATOMIC_FILE_H
 #define NS_TOOL_ATOMIC_FILE_H
 
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 
+/* The longest path it takes: Linux's PATH_MAX, which <limits.h> declares
+ * only outside strict ISO C. */
+enum { ATOMIC_FILE_PATH_MAX = 4096 };
+
 typedef struct atomic_file {
-    char target[PATH_MAX + 1];
-    char temp[PATH_MAX + 16];
+    char target[ATOMIC_FILE_PATH_MAX + 1];
+    char temp[ATOMIC_FILE_PATH_MAX + 16];
     FILE *f;
 } atomic_file;
 

@@ -216,6 +216,7 @@ SWEEP_PACKAGES=(python3 python3-numpy python3-scipy gnuplot-nox)
 PEER_PACKAGES=(libnanoflann-dev libboost-dev libcgal-dev libpython3-dev liblammps-dev)
 . "$ROOT/harness/python.sh" # PY: Debian's python, with Debian's numpy and scipy
 FIGURES=(scaling per_particle doubling speedup breakdown workloads bound peers)
+PLOT_FIGURES=("${FIGURES[@]}" machines sim_fps sim_settle) # every figure --plots draws
 CACHE="$ROOT/results/cache" # settled piles, shared by the sweep and --sim
 NSEARCH=${NSEARCH:-$ROOT/build/release/nsearch} # the tool --plots animates with
 
@@ -343,8 +344,8 @@ plots_mode() {
             --figures)
                 [ $# -ge 2 ] || die "--figures needs a list"
                 for f in ${2//,/ }; do
-                    [[ " ${FIGURES[*]} machines sim_fps sim_settle " == *" $f "* ]] ||
-                        die "--figures: no figure '$f' (the figures: ${FIGURES[*]} machines sim_fps sim_settle)"
+                    [[ " ${PLOT_FIGURES[*]} " == *" $f "* ]] ||
+                        die "--figures: no figure '$f' (the figures: ${PLOT_FIGURES[*]})"
                 done
                 WANTED=$2; shift ;;
             --gif-n)

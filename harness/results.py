@@ -868,8 +868,9 @@ def plotdata(all_figures, out):
     # with why: run_all.sh skips them and says so, rather than have gnuplot
     # fail on an empty plot
     no_uniform = "" if hw in r.workloads() else f"no {hw} workload"
-    empty = {name: no_uniform or "one thread count" for name in ("scaling", "doubling", "speedup")
-             if meta["blocks"][name] == 0}
+    why = {"scaling": "no kernel", "doubling": "no n measured with its double",
+           "speedup": "one thread count"}
+    empty = {name: no_uniform or why[name] for name in why if meta["blocks"][name] == 0}
     if not lines:  # its last block (the markers) is always there
         empty["per_particle"] = no_uniform or "no kernel"
     if breakdown_rows == 0:
